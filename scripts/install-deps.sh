@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package scaleguard needs to build, test, run the demo and the
+# benchmarks. Idempotent: packages already present are skipped by apt; services are not
+# started (the dev cluster and tests start what they need themselves).
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build ccache pkg-config git
+  # planner + CLI + tests + benchmarks
+  libboost-program-options-dev nlohmann-json3-dev libxxhash-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # Slurm 22.05 (plugins, dev cluster, accounting)
+  slurm-wlm slurmctld slurmd slurmdbd slurm-client libslurm-dev slurm-wlm-basic-plugins
+  munge libmunge-dev mariadb-server lua5.3
+  # MPI (srun --mpi=pmix dlopens the unversioned libpmix.so from libpmix-dev)
+  openmpi-bin libopenmpi-dev libpmix-dev
+  # LibTorch (CPU) with the fast BLAS; python3-torch is the DDP baseline in bench/
+  libtorch-dev libopenblas0-openmp python3-torch python3-numpy
+  # HDF5 checkpoints
+  libhdf5-dev hdf5-tools python3-h5py
+  # data and tools used by tests, demo and reports
+  fortunes jq procps psmisc util-linux e2fsprogs chromium
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  # Never let package scripts start daemons on a build or CI machine.
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's libtorch calls whatever libblas.so.3 is selected; the reference BLAS is ~16x
+# slower for training. Select OpenBLAS (OpenMP variant: the pthread one fights torch).
+blas=$(update-alternatives --list libblas.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas | head -n1 || true)
+[ -n "$blas" ] && update-alternatives --set libblas.so.3-x86_64-linux-gnu "$blas" >/dev/null
+lapack=$(update-alternatives --list liblapack.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas | head -n1 || true)
+[ -n "$lapack" ] && update-alternatives --set liblapack.so.3-x86_64-linux-gnu "$lapack" >/dev/null
+echo "install-deps: done"

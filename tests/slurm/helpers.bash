@@ -1,0 +1,82 @@
+# Shared helpers for the live Slurm tests (tests/slurm/*.bats). Load with
+#   load helpers
+# in a .bats file; then `setup_file() { cluster_env; }` or call cluster_env in setup().
+# The cluster comes from scripts/dev-cluster/up (ctest's dev_cluster fixture).
+
+bats_load_library_path=/usr/lib/bats
+load "$bats_load_library_path/bats-support/load"
+load "$bats_load_library_path/bats-assert/load"
+
+: "${SCALEGUARD_SOURCE_DIR:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}"
+: "${SCALEGUARD_BUILD_DIR:=$SCALEGUARD_SOURCE_DIR/build}"
+: "${SCALEGUARD_DEV_DIR:=$SCALEGUARD_BUILD_DIR/dev-cluster}"
+: "${SCALEGUARD_TEST_USER:=sguser}"
+export SCALEGUARD_SOURCE_DIR SCALEGUARD_BUILD_DIR SCALEGUARD_DEV_DIR SCALEGUARD_TEST_USER
+
+# Exports SLURM_CONF and PATH for the dev cluster; fails when it is not up.
+cluster_env() {
+  [ -r "$SCALEGUARD_DEV_DIR/env.sh" ] ||
+    { echo "no dev cluster in $SCALEGUARD_DEV_DIR: run scripts/dev-cluster/up" >&2; return 1; }
+  source "$SCALEGUARD_DEV_DIR/env.sh"
+  scontrol ping | grep -q 'is UP' ||
+    { echo "slurmctld of $SCALEGUARD_DEV_DIR does not answer" >&2; return 1; }
+}
+
+# A scratch directory the test user can write (bats' own tmpdir is private to root).
+user_dir() {
+  local d
+  d=$(mktemp -d /tmp/scaleguard-test.XXXXXX)
+  chown "$SCALEGUARD_TEST_USER" "$d"
+  echo "$d"
+}
+
+# Runs a command as the non-root test user with the cluster's environment, in directory $1.
+as_user() {
+  local dir=$1; shift
+  (cd "$dir" && runuser -u "$SCALEGUARD_TEST_USER" -- \
+    env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME="$dir" "$@")
+}
+
+# Submits with sbatch --parsable; sets job_id, or fails showing sbatch's output.
+submit() {
+  local out
+  out=$(sbatch --parsable "$@" 2>&1) || { echo "sbatch $*: $out" >&2; return 1; }
+  job_id=$(tail -n 1 <<<"$out" | cut -d';' -f1)
+  [[ $job_id =~ ^[0-9]+$ ]] || { echo "sbatch $*: no job id in: $out" >&2; return 1; }
+}
+
+# Waits until job $1 ends (at most $2 seconds, default 60: a hang guard, not a measurement);
+# prints the final state.
+wait_job() {
+  local id=$1 limit=$(( ${2:-60} * 5 )) i state
+  for ((i = 0; i < limit; i++)); do
+    state=$(squeue -h -j "$id" -t all -o %T 2>/dev/null)
+    case $state in
+      PENDING|CONFIGURING|RUNNING|COMPLETING|SUSPENDED|REQUEUED|RESIZING|"") ;;
+      *) echo "$state"; return 0 ;;
+    esac
+    [ -z "$state" ] && { echo GONE; return 0; }
+    sleep 0.2
+  done
+  echo "job $id still $state after ${2:-60} s" >&2
+  scontrol show job "$id" >&2
+  return 1
+}
+
+# One field of `scontrol show job` (single line per field: Comment may contain spaces).
+job_field() {
+  scontrol show job "$1" | tr -s ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# The job's comment (may contain spaces).
+job_comment() {
+  squeue -h -j "$1" -t all -o %k
+}
+
+# slurmctld still answers and its pid is alive.
+assert_slurmctld_alive() {
+  local pid
+  pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
+  kill -0 "$pid" || fail "slurmctld (pid $pid) is gone: see $SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  scontrol ping | grep -q 'is UP' || fail "slurmctld does not answer"
+}

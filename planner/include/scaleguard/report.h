@@ -1,0 +1,119 @@
+// `scaleguard report`: GPU-hours, cost and waste from Slurm accounting (sacct --parsable2).
+//
+// Pure C++: the CLI runs sacct (or reads a saved file) and hands the text here; parsing,
+// aggregation and rendering need no Slurm. Times are the naive local timestamps sacct prints
+// ("2026-12-01T10:00:00"), kept as "civil seconds" (seconds since 1970-01-01T00:00:00 of the
+// same wall clock, no time zone), so calendar days and windows match what sacct shows.
+// The rules (GPU-hours, prices, waste, flags) are documented in docs/report.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scaleguard/result.h"
+
+namespace scaleguard {
+struct Policy;
+}
+
+namespace scaleguard::report {
+
+// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). Comment is last
+// because it is free text: a '|' inside it is joined back instead of breaking the line.
+extern const char* const kSacctFormat;  // "JobID,JobName,...,Comment"
+
+// "YYYY-MM-DDTHH:MM:SS" (also "YYYY-MM-DD", "YYYY-MM-DDTHH:MM") -> civil seconds.
+Result<std::int64_t> parse_time(const std::string& text);
+std::string format_time(std::int64_t civil_seconds);   // "YYYY-MM-DDTHH:MM:SS"
+std::string format_day(std::int64_t civil_seconds);    // "YYYY-MM-DD"
+
+// One sacct record: one run of a job (with -D a requeued job has one record per run).
+struct Run {
+  int line = 0;                 // line in the sacct text, for messages
+  std::string job_id;           // "123", "123_4" (array task), "123+1" (het job)
+  std::string name, user, account, partition;
+  std::string state;            // first word: "CANCELLED by 0" -> "CANCELLED"
+  std::int64_t start = -1;      // civil seconds; -1 = Unknown/None (never started)
+  std::int64_t end = -1;        // -1 = Unknown (still running)
+  std::int64_t elapsed_s = 0;   // ElapsedRaw
+  int gpus = 0;                 // gres/gpu in AllocTRES
+  int gpus_requested = 0;       // gres/gpu in ReqTRES
+  int nodes = 0;
+  std::string exit_code;        // "0:0", "1:0", "0:15"
+  std::string node_list;
+  std::string comment;
+};
+
+// Parses `sacct --parsable2` text with its header line (columns are found by name, so any
+// order works). Step records ("123.batch") are skipped. Errors name the source and line.
+Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source);
+
+// What job_submit/scaleguard wrote into the job comment: a one-line summary starting with
+// "scaleguard:" holding key=value tokens (strategy=, gpus=, comm=, ckpt=...). Unknown tokens
+// are ignored; a missing summary leaves present=false.
+struct PlanNote {
+  bool present = false;
+  std::string action;           // accept|warn|rewrite|reject when given
+  std::string strategy;
+  int gpus = 0;                 // GPUs the plan uses usefully; 0 = not given
+  double comm_ratio = -1;       // communication not hidden / compute; < 0 = not given
+  std::int64_t ckpt_interval_s = 0;  // 0 = no checkpoint interval known
+};
+PlanNote parse_plan_note(const std::string& comment);
+
+// Price of one GPU-hour on a partition (instance $/h / GPUs per node, spot or on-demand).
+struct PartitionPrice {
+  std::string instance;
+  bool spot = false;
+  double usd_per_gpu_hour = 0;
+};
+
+struct Options {
+  std::int64_t since = -1;      // window; -1 = open end (no clipping)
+  std::int64_t until = -1;
+  std::map<std::string, PartitionPrice> prices;   // by partition name
+  double max_comm_ratio = 0.2;              // flag plans whose comm ratio exceeds this
+  double distributed_min_gpu_hours = 100;   // flag multi-GPU jobs that used less than this
+};
+
+// Prices of every GPU partition in the policy and its max_comm_ratio and
+// distributed_min_gpu_hours thresholds (the defaults above when a rule is disabled).
+Options options_from_policy(const Policy& policy);
+
+struct Usage {
+  int jobs = 0;                 // distinct job ids
+  int runs = 0;                 // sacct records (a requeued job has several)
+  double gpu_hours = 0;
+  double wasted_gpu_hours = 0;
+  double cost_usd = 0;
+  double wasted_usd = 0;
+};
+
+struct JobSummary {
+  std::string job_id, name, user, account, partition;
+  std::string state;            // state of the job's last run
+  int runs = 0, gpus = 0;
+  double gpu_hours = 0, wasted_gpu_hours = 0, cost_usd = 0, wasted_usd = 0;
+  std::vector<std::string> flags;   // e.g. "low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
+};
+
+struct Report {
+  std::int64_t since = -1, until = -1;        // effective window (data span when open)
+  Usage total;
+  std::map<std::string, Usage> by_user, by_account, by_partition;
+  std::map<std::string, Usage> by_state;      // by the state each run ended in
+  std::map<std::int64_t, Usage> by_day;       // key: civil seconds of 00:00 that day
+  std::vector<JobSummary> jobs;               // in order of first appearance
+  std::vector<std::string> notes;             // e.g. partitions without a price
+};
+
+// Aggregates runs over the window. Runs outside the window are dropped; runs crossing an
+// edge count with the part of their elapsed time inside it.
+Report build_report(const std::vector<Run>& runs, const Options& options);
+
+std::string render_text(const Report& report);
+std::string render_csv(const Report& report);
+std::string render_html(const Report& report);   // self-contained: inline CSS and SVG
+
+}  // namespace scaleguard::report

@@ -1,0 +1,237 @@
+// Self-contained HTML rendering: inline CSS and SVG, no script, no external resource, so the
+// page opens from a mail attachment or a headless browser with no network.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "scaleguard/report.h"
+
+namespace scaleguard::report {
+namespace {
+
+const char* const kUseful = "#3b6ea5";
+// One colour per waste cause, in the order the legend lists them.
+const char* const kWasteColours[] = {"#c0392b", "#e67e22", "#8e44ad", "#d4ac0d", "#7f8c8d",
+                                     "#a93226"};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string esc(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+    }
+  }
+  return out;
+}
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? fixed(100 * part / whole, 1) + "%" : "-";
+}
+
+// Smallest 1/2/5 x 10^k not below v: a tick step a reader can add up.
+double nice_step(double v) {
+  if (v <= 0) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= v * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+
+std::string rect(double x, double y, double w, double h, const char* fill, const std::string& title) {
+  return "<rect x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" width=\"" + fixed(w, 1) +
+         "\" height=\"" + fixed(h, 1) + "\" fill=\"" + fill + "\"><title>" + esc(title) +
+         "</title></rect>";
+}
+
+std::string text(double x, double y, const std::string& s, const char* anchor = "start",
+                 const char* cls = "") {
+  return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" text-anchor=\"" + anchor +
+         "\" class=\"" + cls + "\">" + esc(s) + "</text>";
+}
+
+// GPU-hours per day, useful and wasted stacked.
+std::string day_chart(const Report& r) {
+  const double W = 1040, H = 280, left = 64, right = 16, top = 16, bottom = 44;
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(W, 0) +
+                    "\" height=\"" + fixed(H, 0) + "\" role=\"img\" aria-label=\"GPU-hours per day\">";
+  double max = 0;
+  for (const auto& [d, u] : r.by_day) max = std::max(max, u.gpu_hours);
+  if (r.by_day.empty() || max <= 0)
+    return svg + text(W / 2, H / 2, "no GPU time in this window", "middle", "muted") + "</svg>";
+  // About five gridlines at round values.
+  const double step = nice_step(max / 5);
+  const int ticks = static_cast<int>(std::ceil(max / step - 1e-9));
+  const double top_v = step * ticks, plot_w = W - left - right, plot_h = H - top - bottom;
+  const int decimals = step >= 1 ? 0 : step >= 0.1 ? 1 : 2;
+  for (int i = 0; i <= ticks; ++i) {
+    const double y = top + plot_h - plot_h * i / ticks;
+    svg += "<line x1=\"" + fixed(left, 1) + "\" x2=\"" + fixed(W - right, 1) + "\" y1=\"" +
+           fixed(y, 1) + "\" y2=\"" + fixed(y, 1) + "\" class=\"grid\"/>";
+    svg += text(left - 6, y + 4, fixed(step * i, decimals), "end", "axis");
+  }
+  svg += "<text x=\"0\" y=\"0\" transform=\"translate(16 " + fixed(top + plot_h / 2, 1) +
+         ") rotate(-90)\" text-anchor=\"middle\" class=\"axis\">GPU-hours</text>";
+  const std::size_t n = r.by_day.size();
+  const double slot = plot_w / n, bar = std::max(1.0, slot * 0.7);
+  const std::size_t label_every = (n + 30) / 31;
+  std::size_t i = 0;
+  for (const auto& [d, u] : r.by_day) {
+    const double x = left + slot * i + (slot - bar) / 2;
+    const double useful = std::max(0.0, u.gpu_hours - u.wasted_gpu_hours);
+    const double hu = plot_h * useful / top_v, hw = plot_h * u.wasted_gpu_hours / top_v;
+    const std::string day = format_day(d);
+    svg += rect(x, top + plot_h - hu, bar, hu, kUseful, day + ": " + fixed(useful, 2) + " useful GPU-h");
+    svg += rect(x, top + plot_h - hu - hw, bar, hw, kWasteColours[0],
+                day + ": " + fixed(u.wasted_gpu_hours, 2) + " wasted GPU-h");
+    if (i % label_every == 0) svg += text(x + bar / 2, H - bottom + 16, day.substr(5), "middle", "axis");
+    ++i;
+  }
+  svg += "<line x1=\"" + fixed(left, 1) + "\" x2=\"" + fixed(W - right, 1) + "\" y1=\"" +
+         fixed(top + plot_h, 1) + "\" y2=\"" + fixed(top + plot_h, 1) + "\" class=\"axisline\"/>";
+  svg += rect(left, H - 18, 12, 12, kUseful, "useful") + text(left + 18, H - 8, "useful", "start", "axis");
+  svg += rect(left + 90, H - 18, 12, 12, kWasteColours[0], "wasted") +
+         text(left + 108, H - 8, "wasted", "start", "axis");
+  return svg + "</svg>";
+}
+
+// Share of GPU-hours that were useful vs wasted, by the state that wasted them.
+std::string waste_chart(const Report& r) {
+  const double W = 500, bar_h = 36, left = 10, width = 480;
+  struct Part { std::string label; double hours; const char* colour; };
+  std::vector<Part> parts;
+  const double total = r.total.gpu_hours;
+  parts.push_back({"useful", std::max(0.0, total - r.total.wasted_gpu_hours), kUseful});
+  std::size_t c = 0;
+  for (const auto& [state, u] : r.by_state)
+    if (u.wasted_gpu_hours > 0)
+      parts.push_back({"wasted: " + state, u.wasted_gpu_hours,
+                       kWasteColours[c++ % (sizeof kWasteColours / sizeof *kWasteColours)]});
+  const double H = 60 + 22.0 * parts.size();
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(W, 0) +
+                    "\" height=\"" + fixed(H, 0) + "\" role=\"img\" aria-label=\"waste share\">";
+  if (total <= 0)
+    return svg + text(W / 2, 30, "no GPU time in this window", "middle", "muted") + "</svg>";
+  double x = left;
+  for (const auto& p : parts) {
+    const double w = width * p.hours / total;
+    svg += rect(x, 10, w, bar_h, p.colour, p.label + ": " + fixed(p.hours, 2) + " GPU-h");
+    x += w;
+  }
+  double y = 10 + bar_h + 24;
+  for (const auto& p : parts) {
+    svg += rect(left, y - 11, 12, 12, p.colour, p.label);
+    svg += text(left + 18, y, p.label + " " + fixed(p.hours, 2) + " GPU-h (" + percent(p.hours, total) + ")",
+                "start", "axis");
+    y += 22;
+  }
+  return svg + "</svg>";
+}
+
+// Cost by partition, useful and wasted dollars stacked.
+std::string cost_chart(const Report& r) {
+  const double W = 500, left = 110, right = 110, row = 34;
+  const double H = 20 + row * std::max<std::size_t>(1, r.by_partition.size());
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(W, 0) +
+                    "\" height=\"" + fixed(H, 0) + "\" role=\"img\" aria-label=\"cost by partition\">";
+  double max = 0;
+  for (const auto& [p, u] : r.by_partition) max = std::max(max, u.cost_usd);
+  if (max <= 0) return svg + text(W / 2, 30, "no priced GPU time in this window", "middle", "muted") + "</svg>";
+  const double plot_w = W - left - right;
+  double y = 10;
+  for (const auto& [p, u] : r.by_partition) {
+    const double wu = plot_w * (u.cost_usd - u.wasted_usd) / max, ww = plot_w * u.wasted_usd / max;
+    svg += text(left - 8, y + 17, p.size() > 14 ? p.substr(0, 13) + "~" : p, "end", "axis");
+    svg += rect(left, y, wu, 24, kUseful, p + ": $" + fixed(u.cost_usd - u.wasted_usd, 2) + " useful");
+    svg += rect(left + wu, y, ww, 24, kWasteColours[0], p + ": $" + fixed(u.wasted_usd, 2) + " wasted");
+    svg += text(left + wu + ww + 6, y + 17, "$" + fixed(u.cost_usd, 2), "start", "axis");
+    y += row;
+  }
+  return svg + "</svg>";
+}
+
+template <class Map, class KeyFn>
+std::string usage_table(const char* title, const Map& rows, KeyFn key_of) {
+  std::string h = "<h3>" + std::string(title) +
+                  "</h3><table><tr><th>" + title + "</th><th>jobs</th><th>runs</th><th>GPU-h</th>"
+                  "<th>wasted GPU-h</th><th>waste</th><th>cost $</th><th>wasted $</th></tr>";
+  for (const auto& [k, u] : rows)
+    h += "<tr><td>" + esc(key_of(k)) + "</td><td>" + std::to_string(u.jobs) + "</td><td>" +
+         std::to_string(u.runs) + "</td><td>" + fixed(u.gpu_hours, 2) + "</td><td>" +
+         fixed(u.wasted_gpu_hours, 2) + "</td><td>" + percent(u.wasted_gpu_hours, u.gpu_hours) +
+         "</td><td>" + fixed(u.cost_usd, 2) + "</td><td>" + fixed(u.wasted_usd, 2) + "</td></tr>";
+  return h + "</table>";
+}
+
+std::string same(const std::string& s) { return s.empty() ? "(none)" : s; }
+
+}  // namespace
+
+std::string render_html(const Report& r) {
+  const Usage& t = r.total;
+  const std::string window = (r.since >= 0 ? format_time(r.since) : "?") + " .. " +
+                             (r.until >= 0 ? format_time(r.until) : "?");
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>scaleguard report " + esc(window) + "</title><style>"
+      "body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:24px;color:#222;"
+      "max-width:1080px}h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 8px;"
+      "border-bottom:1px solid #ccc}h3{font-size:14px;margin:14px 0 4px}.muted{fill:#888;color:#888}"
+      ".cards{display:flex;gap:12px;margin:14px 0}.card{flex:1;border:1px solid #ddd;"
+      "border-radius:6px;padding:10px 12px;background:#f8f9fb}.card b{display:block;font-size:20px}"
+      ".card.bad b{color:#c0392b}.row{display:flex;gap:24px;flex-wrap:wrap}"
+      "table{border-collapse:collapse;font-size:12px;margin-bottom:8px}"
+      "th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}"
+      "th:first-child,td:first-child{text-align:left}th{background:#eef1f5}"
+      "td.l,th.l{text-align:left}.flag{color:#a04000;font-size:11px}"
+      "svg text{font-size:11px;fill:#333}svg .grid{stroke:#e3e3e3}svg .axisline{stroke:#888}"
+      "</style></head><body>\n";
+  h += "<h1>scaleguard GPU report</h1><div class=\"muted\">" + esc(window) + "</div>";
+  h += "<div class=\"cards\"><div class=\"card\">jobs<b>" + std::to_string(t.jobs) + "</b>" +
+       std::to_string(t.runs) + " runs</div><div class=\"card\">GPU-hours<b>" +
+       fixed(t.gpu_hours, 2) + "</b></div><div class=\"card bad\">wasted GPU-hours<b>" +
+       fixed(t.wasted_gpu_hours, 2) + "</b>" + percent(t.wasted_gpu_hours, t.gpu_hours) +
+       " of all</div><div class=\"card\">cost<b>$" + fixed(t.cost_usd, 2) +
+       "</b></div><div class=\"card bad\">wasted cost<b>$" + fixed(t.wasted_usd, 2) + "</b></div></div>\n";
+  h += "<h2>GPU-hours per day</h2>" + day_chart(r) + "\n";
+  h += "<div class=\"row\"><div><h2>Waste share</h2>" + waste_chart(r) +
+       "</div><div><h2>Cost by partition</h2>" + cost_chart(r) + "</div></div>\n";
+  h += "<h2>Usage</h2>";
+  h += usage_table("partition", r.by_partition, same);
+  h += usage_table("user", r.by_user, same);
+  h += usage_table("account", r.by_account, same);
+  h += usage_table("state", r.by_state, same);
+  h += "\n<h2>Jobs</h2><table><tr><th>job</th><th class=\"l\">name</th><th class=\"l\">user</th>"
+       "<th class=\"l\">partition</th><th class=\"l\">state</th><th>runs</th><th>GPUs</th><th>GPU-h</th><th>wasted GPU-h</th><th>cost $</th>"
+       "<th class=\"l\">flags</th></tr>";
+  for (const auto& j : r.jobs) {
+    std::string flags;
+    for (const auto& f : j.flags) flags += "<div class=\"flag\">" + esc(f) + "</div>";
+    h += "<tr><td>" + esc(j.job_id) + "</td><td class=\"l\">" + esc(j.name) + "</td><td class=\"l\">" +
+         esc(j.user) + "</td><td class=\"l\">" + esc(j.partition) + "</td><td class=\"l\">" +
+         esc(j.state) + "</td><td>" + std::to_string(j.runs) + "</td><td>" + std::to_string(j.gpus) +
+         "</td><td>" + fixed(j.gpu_hours, 2) + "</td><td>" + fixed(j.wasted_gpu_hours, 2) +
+         "</td><td>" + fixed(j.cost_usd, 2) + "</td><td class=\"l\">" + flags + "</td></tr>";
+  }
+  h += "</table>\n";
+  for (const auto& n : r.notes) h += "<p class=\"muted\">note: " + esc(n) + "</p>";
+  h += "<p class=\"muted\">GPU-hours = allocated GPUs x elapsed time inside the window. Waste: "
+       "failed runs count whole; interrupted runs (node failure, timeout, preemption, requeue) "
+       "lose half a checkpoint interval, or the whole run without checkpoints. See "
+       "docs/report.md.</p></body></html>\n";
+  return h;
+}
+
+}  // namespace scaleguard::report

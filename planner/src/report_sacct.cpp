@@ -1,0 +1,341 @@
+// Reading sacct --parsable2 text and the plan summary job_submit/scaleguard leaves in the
+// job comment. Everything is bounded and locale-free; bad input is an Error naming the line.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "scaleguard/report.h"
+
+namespace scaleguard::report {
+
+const char* const kSacctFormat =
+    "JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
+    "NNodes,ExitCode,NodeList,Comment";
+
+namespace {
+
+constexpr std::int64_t kDay = 86400;
+// A GPU count above this is a parse error, not a cluster (keeps products far from overflow).
+constexpr long kMaxGpus = 1000000;
+// 100 years of elapsed time: anything larger is corrupt accounting data.
+constexpr long long kMaxElapsed = 100LL * 366 * kDay;
+
+// Days since 1970-01-01 of a proleptic Gregorian date (era arithmetic, valid for any year).
+std::int64_t days_from_civil(int y, int m, int d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int yoe = static_cast<int>(y - era * 400);
+  const int doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+void civil_from_days(std::int64_t z, int& y, int& m, int& d) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int doe = static_cast<int>(z - era * 146097);
+  const int yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y = static_cast<int>(yoe + era * 400) + (m <= 2);
+}
+
+bool is_leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+// Reads exactly `width` digits at text[pos].
+bool digits(const std::string& text, std::size_t pos, int width, int& out) {
+  if (pos + width > text.size()) return false;
+  out = 0;
+  for (int i = 0; i < width; ++i) {
+    const char c = text[pos + i];
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  for (;;) {
+    const auto at = text.find(sep, begin);
+    parts.push_back(text.substr(begin, at == std::string::npos ? std::string::npos : at - begin));
+    if (at == std::string::npos) return parts;
+    begin = at + 1;
+  }
+}
+
+// Non-negative integer, all digits, at most `max`.
+bool parse_uint(const std::string& text, long long max, long long& out) {
+  if (text.empty() || text.size() > 18) return false;
+  out = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + (c - '0');
+  }
+  return out <= max;
+}
+
+// GPUs in a TRES list: "billing=8,cpu=8,gres/gpu=8,gres/gpu:a100=8,mem=64G,node=1".
+// The untyped gres/gpu entry is the total; typed entries repeat it, so they are summed only
+// when no untyped entry exists.
+Result<int> gpus_in_tres(const std::string& tres) {
+  long long untyped = -1, typed = 0;
+  if (tres.empty()) return 0;
+  for (const auto& item : split(tres, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error{"TRES entry '" + item + "' is not NAME=COUNT", "", 0, "", ""};
+    const std::string name = item.substr(0, eq);
+    if (name != "gres/gpu" && name.rfind("gres/gpu:", 0) != 0) continue;
+    long long n = 0;
+    if (!parse_uint(item.substr(eq + 1), kMaxGpus, n))
+      return Error{"GPU count '" + item.substr(eq + 1) + "' in '" + item +
+                       "' is not a whole number up to " + std::to_string(kMaxGpus),
+                   "", 0, "", ""};
+    if (name == "gres/gpu") untyped = n; else typed += n;
+  }
+  const long long total = untyped >= 0 ? untyped : typed;
+  if (total > kMaxGpus) return Error{"GPU count " + std::to_string(total) + " is absurd", "", 0, "", ""};
+  return static_cast<int>(total);
+}
+
+// sacct prints "Unknown" (running: End) or "None" (pending: Start) for times it lacks.
+Result<std::int64_t> optional_time(const std::string& text) {
+  if (text.empty() || text == "Unknown" || text == "None") return std::int64_t{-1};
+  return parse_time(text);
+}
+
+}  // namespace
+
+Result<std::int64_t> parse_time(const std::string& text) {
+  const Error bad{"'" + text + "' is not a time", "", 0, "",
+                  "use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS], as sacct prints it"};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  if (!digits(text, 0, 4, y) || text.size() < 10 || text[4] != '-' || !digits(text, 5, 2, mo) ||
+      text[7] != '-' || !digits(text, 8, 2, d))
+    return bad;
+  if (text.size() > 10) {
+    if ((text[10] != 'T' && text[10] != ' ') || !digits(text, 11, 2, h) || text.size() < 16 ||
+        text[13] != ':' || !digits(text, 14, 2, mi))
+      return bad;
+    if (text.size() > 16 && (text.size() != 19 || text[16] != ':' || !digits(text, 17, 2, s)))
+      return bad;
+  }
+  static const int month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 ||
+      d > month_days[mo - 1] + (mo == 2 && is_leap(y)) || h > 23 || mi > 59 || s > 59)
+    return Error{"'" + text + "' is not a valid date and time", "", 0, "", ""};
+  return days_from_civil(y, mo, d) * kDay + h * 3600 + mi * 60 + s;
+}
+
+std::string format_time(std::int64_t t) {
+  int y, m, d;
+  const std::int64_t day = t >= 0 ? t / kDay : (t - kDay + 1) / kDay;
+  civil_from_days(day, y, m, d);
+  const int sec = static_cast<int>(t - day * kDay);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", y, m, d, sec / 3600,
+                sec / 60 % 60, sec % 60);
+  return buf;
+}
+
+std::string format_day(std::int64_t t) { return format_time(t).substr(0, 10); }
+
+Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source) {
+  auto fail = [&](int line, const std::string& field, const std::string& message,
+                  const std::string& hint = "") {
+    return Error{message, source, line, field, hint};
+  };
+  std::vector<Run> runs;
+  std::vector<std::string> header;
+  int col_job = -1, col_name = -1, col_user = -1, col_account = -1, col_partition = -1,
+      col_state = -1, col_start = -1, col_end = -1, col_elapsed = -1, col_alloc = -1,
+      col_req = -1, col_nodes = -1, col_exit = -1, col_nodelist = -1, col_comment = -1;
+  int line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    auto fields = split(line, '|');
+
+    if (header.empty()) {
+      header = fields;
+      for (std::size_t i = 0; i < header.size(); ++i) {
+        const std::string name = lower(header[i]);
+        const int c = static_cast<int>(i);
+        if (name == "jobid") col_job = c;
+        else if (name == "jobname") col_name = c;
+        else if (name == "user") col_user = c;
+        else if (name == "account") col_account = c;
+        else if (name == "partition") col_partition = c;
+        else if (name == "state") col_state = c;
+        else if (name == "start") col_start = c;
+        else if (name == "end") col_end = c;
+        else if (name == "elapsedraw") col_elapsed = c;
+        else if (name == "alloctres") col_alloc = c;
+        else if (name == "reqtres") col_req = c;
+        else if (name == "nnodes") col_nodes = c;
+        else if (name == "exitcode") col_exit = c;
+        else if (name == "nodelist") col_nodelist = c;
+        else if (name == "comment") col_comment = c;
+      }
+      const std::pair<int, const char*> required[] = {
+          {col_job, "JobID"},     {col_user, "User"},         {col_partition, "Partition"},
+          {col_state, "State"},   {col_start, "Start"},       {col_end, "End"},
+          {col_elapsed, "ElapsedRaw"}, {col_alloc, "AllocTRES"}};
+      for (const auto& [col, name] : required)
+        if (col < 0)
+          return fail(line_no, name, "header has no " + std::string(name) + " column",
+                      "run sacct --parsable2 --format=" + std::string(kSacctFormat));
+      continue;
+    }
+
+    if (fields.size() > header.size()) {
+      // Only the free-text comment may contain '|': join it back when it is the last column.
+      if (col_comment != static_cast<int>(header.size()) - 1)
+        return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
+                                     std::to_string(header.size()));
+      std::string comment = fields[col_comment];
+      for (std::size_t i = header.size(); i < fields.size(); ++i) comment += "|" + fields[i];
+      fields.resize(header.size());
+      fields[col_comment] = comment;
+    }
+    if (fields.size() < header.size())
+      return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
+                                   std::to_string(header.size()),
+                  "a truncated line or a file that is not sacct --parsable2 output");
+
+    auto get = [&](int col) { return col >= 0 ? fields[col] : std::string(); };
+    Run run;
+    run.line = line_no;
+    run.job_id = get(col_job);
+    if (run.job_id.empty()) return fail(line_no, "JobID", "is empty");
+    // Steps (123.batch, 123.0, 123.extern) appear without -X; the allocation line covers them.
+    if (run.job_id.find('.') != std::string::npos) continue;
+    run.name = get(col_name);
+    run.user = get(col_user);
+    run.account = get(col_account);
+    run.partition = get(col_partition);
+    const std::string state = get(col_state);
+    run.state = state.substr(0, state.find(' '));
+    if (run.state.empty()) return fail(line_no, "State", "is empty");
+
+    auto start = optional_time(get(col_start));
+    if (!start) return fail(line_no, "Start", start.error().message, start.error().hint);
+    run.start = *start;
+    auto end = optional_time(get(col_end));
+    if (!end) return fail(line_no, "End", end.error().message, end.error().hint);
+    run.end = *end;
+
+    long long elapsed = 0;
+    if (!parse_uint(get(col_elapsed), kMaxElapsed, elapsed))
+      return fail(line_no, "ElapsedRaw",
+                  "'" + get(col_elapsed) + "' is not a number of seconds",
+                  "use ElapsedRaw (seconds), not Elapsed ([DD-]HH:MM:SS)");
+    run.elapsed_s = elapsed;
+    if (elapsed > 0 && run.start < 0)
+      return fail(line_no, "Start", "is unknown but the job ran " + std::to_string(elapsed) + " s");
+
+    auto alloc = gpus_in_tres(get(col_alloc));
+    if (!alloc) return fail(line_no, "AllocTRES", alloc.error().message);
+    run.gpus = *alloc;
+    auto req = gpus_in_tres(get(col_req));
+    if (!req) return fail(line_no, "ReqTRES", req.error().message);
+    run.gpus_requested = *req;
+
+    if (col_nodes >= 0 && !get(col_nodes).empty()) {
+      long long n = 0;
+      if (!parse_uint(get(col_nodes), 1000000, n))
+        return fail(line_no, "NNodes", "'" + get(col_nodes) + "' is not a node count");
+      run.nodes = static_cast<int>(n);
+    }
+    run.exit_code = get(col_exit);
+    run.node_list = get(col_nodelist);
+    run.comment = get(col_comment);
+    runs.push_back(std::move(run));
+  }
+  if (header.empty())
+    return fail(0, "", "is empty: no sacct header line",
+                "run sacct --parsable2 --format=" + std::string(kSacctFormat));
+  return runs;
+}
+
+namespace {
+
+// "1800", "1800s", "30m", "0.5h" -> seconds; -1 when malformed.
+std::int64_t duration_seconds(const std::string& text) {
+  if (text.empty() || text.size() > 24) return -1;
+  char* rest = nullptr;
+  const double v = std::strtod(text.c_str(), &rest);
+  const std::string unit = rest;
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m" || unit == "min") scale = 60;
+  else if (unit == "h") scale = 3600;
+  if (scale == 0 || !(v >= 0) || v * scale > 1e9) return -1;
+  return static_cast<std::int64_t>(v * scale + 0.5);
+}
+
+}  // namespace
+
+PlanNote parse_plan_note(const std::string& comment) {
+  PlanNote note;
+  const auto at = comment.find("scaleguard:");
+  if (at == std::string::npos) return note;
+  note.present = true;
+  std::string token;
+  const std::string body = comment.substr(at + 11) + " ";
+  for (char c : body) {
+    if (c != ' ' && c != '\t' && c != ',' && c != ';') {
+      token += c;
+      continue;
+    }
+    if (token.empty()) continue;
+    const auto eq = token.find('=');
+    const std::string key = lower(token.substr(0, eq == std::string::npos ? token.size() : eq));
+    const std::string value = eq == std::string::npos ? "" : token.substr(eq + 1);
+    token.clear();
+    if (eq == std::string::npos) {
+      if (key == "accept" || key == "warn" || key == "rewrite" || key == "reject") note.action = key;
+      continue;
+    }
+    if (key == "action") {
+      note.action = lower(value);
+    } else if (key == "strategy" || key == "plan") {
+      note.strategy = value;
+    } else if (key == "gpus") {
+      long long n = 0;
+      if (parse_uint(value, kMaxGpus, n)) note.gpus = static_cast<int>(n);
+    } else if (key == "comm" || key == "comm_ratio") {
+      char* rest = nullptr;
+      double v = std::strtod(value.c_str(), &rest);
+      if (rest && *rest == '%') { v /= 100; ++rest; }
+      if (!value.empty() && rest && *rest == '\0' && v >= 0 && v < 1e6) note.comm_ratio = v;
+    } else if (key == "ckpt" || key == "ckpt_interval" || key == "ckpt_interval_s") {
+      const auto s = duration_seconds(value);
+      if (s > 0) note.ckpt_interval_s = s;
+    } else if (key == "ckpt_interval_min") {
+      const auto s = duration_seconds(value + "m");
+      if (s > 0) note.ckpt_interval_s = s;
+    }
+  }
+  return note;
+}
+
+}  // namespace scaleguard::report

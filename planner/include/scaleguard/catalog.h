@@ -1,0 +1,64 @@
+// The hardware and price catalog (configs/catalog.ini): GPU types, AWS instance types, named
+// model presets and the modelling assumptions (link utilisation, overlap, MTBF, ...).
+// Loaded once (load_catalog in decide.h); read-only afterwards, so sharing it is safe.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace scaleguard {
+
+struct GpuType {
+  std::string name;                  // "A100-80GB"
+  std::vector<std::string> aliases;  // gres types that mean this GPU: "a100", "a100-80gb"
+  double memory_gib = 0;
+  double tflops_fp32 = 0;            // peak dense TFLOP/s (no sparsity)
+  double tflops_fp16 = 0;
+  double tflops_bf16 = 0;            // 0 = no bf16 support: bf16 jobs run at fp16 rates
+  double nvlink_gb_s = 0;            // total bidirectional NVLink GB/s per GPU; 0 = none
+  double pcie_gb_s = 0;              // total bidirectional PCIe GB/s, used without NVLink
+  double efficiency = 0;             // achieved / peak for large transformer training
+  bool matches(const std::string& gres_type) const;  // name or alias, case-insensitive
+};
+
+struct Instance {
+  std::string name;        // "p4d.24xlarge"
+  std::string gpu;         // GpuType name
+  int gpus = 0;            // GPUs per node
+  int efa = 0;             // EFA adapters
+  double network_gbps = 0; // node network bandwidth, Gbit/s
+  double on_demand = 0;    // $/hour for the whole instance
+  double spot = 0;         // $/hour, average spot price
+};
+
+// A named model shape ("llama2-7b"); params = 0 means "derive from the shape".
+struct ModelPreset {
+  std::string name;
+  double params = 0;
+  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+};
+
+// Modelling assumptions shared by every plan ([assumptions] section).
+struct Assumptions {
+  double bandwidth_utilization = 0.7;  // fraction of a link's peak that NCCL collectives reach
+  double comm_overlap = 0.8;           // fraction of the last micro-batch's backward that hides DP comm
+  double memory_reserved_gib = 1.5;    // CUDA context, NCCL buffers, workspaces
+  double memory_fragmentation = 0.10;  // allocator slack on top of everything else
+  double node_mtbf_hours = 160;        // mean time between failures of one node
+  double spot_interruption_hours = 256;// mean node-hours between spot interruptions
+  double checkpoint_write_gb_s = 2;    // checkpoint write bandwidth per node
+  double restart_seconds = 300;        // requeue + reload after a failure
+};
+
+struct Catalog {
+  std::string path;
+  Assumptions assumptions;
+  std::vector<GpuType> gpus;
+  std::vector<Instance> instances;
+  std::vector<ModelPreset> models;
+  // nullptr when absent. GPU lookup accepts names and aliases, case-insensitive.
+  const GpuType* find_gpu(const std::string& name_or_alias) const;
+  const Instance* find_instance(const std::string& name) const;
+  const ModelPreset* find_model(const std::string& name) const;
+};
+
+}  // namespace scaleguard

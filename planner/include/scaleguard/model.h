@@ -1,0 +1,40 @@
+// Model specs: "350M" (a GPT-like shape is derived), presets from the catalog ("llama2-7b"),
+// or explicit shapes "layers=48,hidden=8192,heads=64,seq=2048,vocab=51200"; any of them may
+// be followed by ",key=value" overrides (seq, vocab, precision, optimizer, recompute).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "scaleguard/catalog.h"
+#include "scaleguard/result.h"
+
+namespace scaleguard {
+
+enum class Precision { fp32, fp16, bf16 };
+enum class Optimizer { adam, sgd };
+enum class Recompute { none, selective, full };
+const char* to_string(Precision);
+const char* to_string(Optimizer);
+const char* to_string(Recompute);
+Result<Precision> parse_precision(const std::string&);
+Result<Optimizer> parse_optimizer(const std::string&);
+Result<Recompute> parse_recompute(const std::string&);
+
+struct ModelSpec {
+  std::string name;     // preset name or the count as written
+  double params = 0;    // total parameters (embeddings included)
+  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  Precision precision = Precision::bf16;   // bf16/fp16 = mixed precision with fp32 master weights
+  Optimizer optimizer = Optimizer::adam;
+  std::optional<Recompute> recompute;      // pinned by the spec; otherwise the search chooses
+};
+
+// Parameters of a GPT-style decoder: 12*L*h^2 + 13*L*h + (vocab + seq)*h.
+double gpt_params(int layers, int hidden, int seq, int vocab);
+// The shape rule for a bare count (documented in planner/README.md): aspect ratio
+// hidden/layers = 32 * (P/1e8)^(1/6), hidden a multiple of 128 (64 below 1B), heads = hidden/128
+// (hidden/64 below 2048), seq 2048, vocab 51200, layers from the non-embedding params.
+Result<ModelSpec> derive_shape(double params);
+Result<ModelSpec> parse_model_spec(const std::string& text, const Catalog& catalog);
+
+}  // namespace scaleguard

@@ -1,0 +1,129 @@
+// Plans: a layout (tp x pp x dp, ZeRO stage, micro-batch, recompute) on given hardware,
+// with its predicted memory, step time, wall time, GPU-hours and cost, and the search that
+// climbs the strategy ladder single -> ddp -> zero -> pipeline -> tensor -> hybrid.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scaleguard/catalog.h"
+#include "scaleguard/model.h"
+#include "scaleguard/result.h"
+
+namespace scaleguard {
+
+enum class Strategy { single, ddp, zero, pipeline, tensor, hybrid };
+const char* to_string(Strategy);
+Result<Strategy> strategy_from_string(const std::string&);  // canonical names only
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1;
+  int zero = 0;          // 0 = none, 1 = optimizer, 2 = + gradients, 3 = + weights
+  int micro_batch = 1;   // sequences per micro-batch
+  Recompute recompute = Recompute::none;
+  int gpus() const { return tp * pp * dp; }
+  Strategy strategy() const;
+};
+
+// The hardware a plan runs on (one GPU type, one instance type).
+struct Hardware {
+  GpuType gpu;
+  std::string instance;          // empty when only a GPU type was given
+  int gpus_per_node = 8;
+  double network_gb_s = 0;       // node network, GB/s (Gbit/s / 8)
+  double on_demand_gpu_hour = 0; // $ per GPU-hour
+  double spot_gpu_hour = 0;
+  bool spot = false;             // wall_hours/ckpt interval for spot capacity
+  double node_mtbf_hours = 0;    // 0 = the catalog assumption
+  Assumptions assume;
+};
+// Hardware from a catalog instance (gpus_per_node from the instance unless > 0 given).
+Result<Hardware> hardware_for(const Catalog&, const std::string& gpu_type,
+                              const std::string& instance, int gpus_per_node = 0);
+
+struct Workload {
+  ModelSpec model;
+  double tokens = 0;             // training tokens
+  int global_batch = 0;          // sequences per optimizer step; 0 = default_global_batch()
+};
+// Default batch: 0.5M tokens * (P/1e8)^(1/3), within [0.5M, 4M] tokens, in whole sequences.
+int default_global_batch(const ModelSpec&);
+// Tokens that take `hours` on one GPU of this type at its calibrated efficiency.
+double tokens_for_single_gpu_hours(const ModelSpec&, const GpuType&, double hours);
+
+struct Memory {  // bytes per GPU (worst pipeline stage)
+  double weights = 0, gradients = 0, optimizer = 0, activations = 0, overhead = 0;
+  double total() const { return weights + gradients + optimizer + activations + overhead; }
+};
+Memory memory_per_gpu(const ModelSpec&, const Layout&, int global_batch, const Assumptions&);
+
+struct Plan {
+  Layout layout;
+  Strategy strategy = Strategy::single;
+  int gpus = 1, nodes = 1;
+  int global_batch = 0, micro_batches = 0;   // micro_batches per DP rank per step
+  bool fits = false;
+  Memory memory;
+  double gpu_memory_gib = 0;
+  double compute_seconds = 0;      // per step, pure math at peak*efficiency
+  double tp_comm_seconds = 0, pp_comm_seconds = 0, dp_comm_seconds = 0, dp_exposed_seconds = 0;
+  double step_seconds = 0;
+  double steps = 0;
+  double tflops_per_gpu = 0;       // model FLOPs (6*P*tokens) per GPU per second / 1e12
+  double mfu = 0;
+  double comm_ratio = 0;           // exposed communication / compute
+  double bubble_fraction = 0;
+  double train_hours = 0;          // without failures
+  double ckpt_interval_s = 0;      // Daly's optimum for the chosen capacity
+  double ckpt_save_s = 0;
+  double failure_overhead = 0;     // fraction added by checkpoints + lost work + restarts
+  double wall_hours = 0;           // with failures, for the chosen capacity
+  double gpu_hours = 0;
+  double cost_on_demand = 0, cost_spot = 0;   // each with its own failure overhead
+  std::vector<std::string> reasons;
+};
+
+// One line per aspect (layout, memory, step, throughput, cost, checkpoints) for reasons[].
+std::vector<std::string> describe_plan(const Plan&);
+
+// Predicts one layout; never fails (an impossible layout comes back with fits = false).
+Plan evaluate(const Workload&, const Hardware&, const Layout&);
+
+// Choices the user pinned (CLI --tp/--pp/..., --train-strategy).
+struct Pins {
+  std::optional<int> tp, pp, dp, zero, micro_batch;
+  std::optional<Recompute> recompute;
+  std::optional<Strategy> strategy;
+};
+// What "meets the policy" means for the search.
+struct Goals {
+  double single_gpu_max_hours = 24;
+  double max_comm_ratio = 0.2;
+  double min_doubling_speedup = 1.5;
+  double distributed_min_gpu_hours = 100;
+  double deadline_hours = 0;     // > 0: fewest GPUs that finish within it
+  int max_gpus = 65536;
+};
+
+// The best plan on exactly `gpus` GPUs: climbs the ladder and takes the first rung with a
+// plan that fits and keeps comm_ratio within goals.max_comm_ratio (else the first rung that
+// fits at all); within a rung the fastest layout wins. Error when nothing fits.
+Result<Plan> best_plan_at(const Workload&, const Hardware&, int gpus, const Pins&, const Goals&);
+// Chooses the GPU count too: one GPU when it fits and the job is small/short enough per the
+// goals, else the fewest GPUs that fit, doubled while the doubling pays (speedup >= goal,
+// comm ratio within goal) and the job is not yet within the single-GPU/deadline hours.
+Result<Plan> choose_plan(const Workload&, const Hardware&, const Pins&, const Goals&);
+
+// Checkpoint interval (seconds) for save time C and MTBF M (both seconds).
+double young_interval(double save_s, double mtbf_s);
+double daly_interval(double save_s, double mtbf_s);
+// What the runner uses: Daly's interval for a job on `gpus` GPUs of nodes with this MTBF.
+double young_daly_interval(double save_s, double node_mtbf_hours, int gpus = 1,
+                           int gpus_per_node = 8);
+// Expected wall-time factor (>= 1) of checkpointing every `interval_s` with save C, restart R
+// and MTBF M (seconds): (1 + C/t) / (1 - (t/2 + R)/M); infinity when no progress is expected.
+double failure_factor(double interval_s, double save_s, double restart_s, double mtbf_s);
+
+std::string to_json(const Plan&);
+
+}  // namespace scaleguard

@@ -1,0 +1,76 @@
+// The admin's policy (configs/policy.ini): rule thresholds and actions, partitions (instance
+// type, capacity, fabric, time limits, per-partition rule overrides), checkpoint roots.
+// Parsed once by load_policy(); immutable afterwards and shared via shared_ptr<const Policy>.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "scaleguard/catalog.h"
+#include "scaleguard/decide.h"
+
+namespace scaleguard {
+
+// Every rule the policy knows, in evaluation order.
+enum class RuleId {
+  one_gpu_type,                   // a job uses one GPU type, the partition's
+  multi_node_fabric,              // multi-node jobs only on fabric efa or ib
+  must_fit_memory,                // the plan must fit the requested GPUs
+  distributed_min_gpu_hours,      // below this many GPU-hours one GPU is cheaper
+  single_gpu_max_hours,           // fits one GPU and finishes within this: stay single
+  consider_distributed_hours,     // a single-GPU job longer than this should distribute
+  max_comm_ratio,                 // exposed comm / compute above this: cap the GPU count
+  min_doubling_speedup,           // doubling the GPUs must speed up at least this much
+  max_job_gpu_hours,              // upper bound on one job's GPU-hours
+  checkpoint_required_gpu_hours,  // above this (and always on spot) a job must checkpoint
+  time_limit_fits,                // the time limit must cover the predicted wall time
+  count_
+};
+constexpr int kRuleCount = static_cast<int>(RuleId::count_);
+const char* to_string(RuleId);
+bool rule_has_threshold(RuleId);
+
+struct Rule {
+  double threshold = 0;
+  Action action = Action::warn;
+  bool enabled = true;
+};
+using Rules = std::array<Rule, kRuleCount>;
+
+enum class Capacity { on_demand, spot };
+enum class Fabric { efa, ib, ethernet, none };
+const char* to_string(Capacity);
+const char* to_string(Fabric);
+
+struct Partition {
+  std::string name;
+  std::string instance;          // catalog instance type
+  Capacity capacity = Capacity::on_demand;
+  Fabric fabric = Fabric::efa;
+  int default_time_min = 60;
+  int max_time_min = 0;          // 0 = no maximum
+  bool is_default = false;
+  Rules rules;                   // the global rules with this partition's overrides applied
+  // Copies resolved from the catalog at load time (no pointers: a Policy may be copied).
+  Instance inst;
+  GpuType gpu;
+};
+
+struct Policy {
+  std::string path;
+  Catalog catalog;
+  Rules rules;                              // global rules (before partition overrides)
+  std::vector<Partition> partitions;
+  std::vector<std::string> checkpoint_roots;
+  double node_mtbf_hours = 0;               // from the policy, else the catalog's assumption
+  int signal_before_s = 300;                // --signal=B:USR1@this when checkpointing is required
+  const Partition* find_partition(const std::string& name) const;  // nullptr if absent
+  const Partition* default_partition() const;
+};
+
+// The built-in defaults (the values from the cost literature; see docs/policy.md).
+Rules default_rules();
+// Human-readable effective policy (`scaleguard policy check`).
+std::string describe(const Policy&);
+
+}  // namespace scaleguard

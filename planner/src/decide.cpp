@@ -1,0 +1,422 @@
+// decide(): a job as Slurm sees it + the policy -> accept / warn / rewrite / reject, with the
+// plan, the rules that fired (with their numbers) and what to ask for instead.
+// Pure and deterministic: no I/O, no globals; exceptions never leave decide().
+#include <algorithm>
+#include <cmath>
+
+#include "scaleguard/decide.h"
+#include "scaleguard/plan.h"
+#include "scaleguard/policy.h"
+#include "text.h"
+
+namespace scaleguard {
+
+namespace {
+
+int severity(Action a) { return static_cast<int>(a); }  // accept < warn < rewrite < reject
+
+std::string slurm_time(int minutes) {
+  if (minutes < 0) return "INFINITE";
+  const int d = minutes / 1440, h = minutes / 60 % 24, m = minutes % 60;
+  return d > 0 ? text::format("%d-%02d:%02d:00", d, h, m) : text::format("%d:%02d:00", h, m);
+}
+
+// Minutes to ask for: the prediction plus 10%, at least 10 minutes, within max_time.
+int ask_minutes(double hours, const Partition& part) {
+  int m = static_cast<int>(std::ceil(std::max(hours * 60 * 1.1, 10.0)));
+  if (part.max_time_min > 0) m = std::min(m, part.max_time_min);
+  return m;
+}
+
+struct Judge {
+  const JobRequest& job;
+  const Policy& policy;
+  const Partition& part;
+  Decision d;
+  Action max_action = Action::accept;
+  std::vector<std::string> asks;  // "what to ask for instead" pieces
+
+  const Rule& rule(RuleId id) const { return part.rules[static_cast<int>(id)]; }
+  bool on(RuleId id) const { return rule(id).enabled; }
+  double threshold(RuleId id) const { return rule(id).threshold; }
+  // Records a fired rule; returns true when its action is rewrite (the caller applies it).
+  bool fire(RuleId id, std::string detail) {
+    const Rule& r = rule(id);
+    d.rules.push_back(RuleHit{to_string(id), r.action, std::move(detail)});
+    if (severity(r.action) > severity(max_action)) max_action = r.action;
+    return r.action == Action::rewrite;
+  }
+};
+
+std::string gpus_str(int n) { return n == 1 ? "1 GPU" : std::to_string(n) + " GPUs"; }
+
+std::string plan_line(const Plan& p) {
+  return gpus_str(p.gpus) + " (" + to_string(p.strategy) + "): " + text::num(p.wall_hours, 2) + " h, " +
+         text::num(p.gpu_hours, 1) + " GPU-hours, ~" + text::money(p.cost_on_demand) + " on-demand / ~" +
+         text::money(p.cost_spot) + " spot";
+}
+
+void add_plan_env(Decision& d, const Plan& p, const JobRequest& job) {
+  const auto& l = p.layout;
+  auto add = [&](const char* k, std::string v) { d.plan_env.emplace_back(k, std::move(v)); };
+  add("SCALEGUARD_STRATEGY", to_string(p.strategy));
+  add("SCALEGUARD_TP", std::to_string(l.tp));
+  add("SCALEGUARD_PP", std::to_string(l.pp));
+  add("SCALEGUARD_DP", std::to_string(l.dp));
+  add("SCALEGUARD_ZERO", std::to_string(l.zero));
+  add("SCALEGUARD_MICRO_BATCH", std::to_string(l.micro_batch));
+  add("SCALEGUARD_RECOMPUTE", to_string(l.recompute));
+  add("SCALEGUARD_GPUS", std::to_string(p.gpus));
+  add("SCALEGUARD_NODES", std::to_string(p.nodes));
+  const long interval = job.ckpt_interval_min > 0 ? job.ckpt_interval_min * 60L : std::lround(p.ckpt_interval_s);
+  add("SCALEGUARD_CKPT_INTERVAL_S", std::to_string(std::max(60L, interval)));
+  if (!job.ckpt_dir.empty()) add("SCALEGUARD_CKPT_DIR", job.ckpt_dir);
+  add("SCALEGUARD_PLAN", text::format("%s-tp%d-pp%d-dp%d-zero%d-mb%d", to_string(p.strategy), l.tp, l.pp, l.dp,
+                                      l.zero, l.micro_batch));
+}
+
+Decision reject_input(const std::string& what, const Error& e) {
+  Decision d;
+  d.action = Action::reject;
+  d.rules.push_back(RuleHit{"input", Action::reject, what + ": " + e.message});
+  d.summary = "scaleguard: reject: bad " + what;
+  d.message = "scaleguard: " + what + ": " + e.message + (e.hint.empty() ? "" : " (" + e.hint + ")");
+  return d;
+}
+
+Decision decide_impl(const JobRequest& job, const Policy& policy) {
+  // Partition: the first of a comma list, else the policy's default.
+  std::string pname = job.partition.substr(0, job.partition.find(','));
+  const Partition* part = pname.empty() ? policy.default_partition() : policy.find_partition(pname);
+  if (!part) {
+    Decision d;
+    d.summary = "scaleguard: accept: partition " + pname + " is not governed by the policy";
+    d.message = d.summary;
+    return d;
+  }
+  Judge j{job, policy, *part, {}, Action::accept, {}};
+  Decision& d = j.d;
+  const int gpn = part->inst.gpus;
+
+  // What the job asks for.
+  int nodes = std::max(1, job.nodes_min);
+  int gpus = job.gpus_total;
+  if (gpus <= 0 && job.gpus_per_node > 0) gpus = job.gpus_per_node * nodes;
+  if (gpus <= 0 && job.gpus_per_task > 0) gpus = job.gpus_per_task * std::max(1, job.ntasks);
+  if (gpus <= 0 && job.gpus_per_socket > 0) gpus = job.gpus_per_socket * nodes;  // >= one socket per node
+  if (gpus > 100000 || nodes > 100000 || job.gpus_per_node > 100000)
+    return reject_input("GPU request", Error{"absurd GPU or node count", "", 0, "", "ask for at most 100000"});
+  if (gpus <= 0) {
+    if (job.has_intent())
+      return reject_input("--train-* options", Error{"a training intent on a job without GPUs", "", 0, "",
+                                                     "ask for GPUs, e.g. --gpus=1"});
+    d.summary = "scaleguard: accept: no GPUs requested";
+    d.message = d.summary;
+    return d;
+  }
+  if (job.gpus_per_node <= 0) nodes = std::max(nodes, (gpus + gpn - 1) / gpn);
+  int limit = job.time_limit_min > 0 ? job.time_limit_min : part->default_time_min;
+  if (job.time_limit_min < 0) limit = part->max_time_min > 0 ? part->max_time_min : part->default_time_min;
+  const double hours = limit / 60.0;
+  const bool spot = part->capacity == Capacity::spot;
+
+  // One GPU type per job, the partition's.
+  if (!job.gpu_type.empty() && j.on(RuleId::one_gpu_type)) {
+    if (job.gpu_type.find(',') != std::string::npos)
+      j.fire(RuleId::one_gpu_type, "the job mixes GPU types " + job.gpu_type + ": stragglers make mixed jobs slow");
+    else if (!part->gpu.matches(job.gpu_type))
+      j.fire(RuleId::one_gpu_type, "partition " + part->name + " has " + part->gpu.name + " GPUs, not '" +
+                                       job.gpu_type + "'");
+  }
+  const bool fast_fabric = part->fabric == Fabric::efa || part->fabric == Fabric::ib;
+  std::optional<int> new_gpus, new_nodes, new_time;
+
+  if (!job.has_intent()) {
+    // Judged on the request itself: GPUs x time limit.
+    const double gpu_hours = gpus * hours;
+    if (nodes > 1 && !fast_fabric && j.on(RuleId::multi_node_fabric)) {
+      if (j.fire(RuleId::multi_node_fabric, text::format("%d nodes on fabric %s: multi-node jobs need efa or ib", nodes,
+                                                         to_string(part->fabric))))
+        new_nodes = 1, new_gpus = std::min(gpus, gpn);
+      j.asks.push_back(text::format("--nodes=1 --gpus=%d", std::min(gpus, gpn)));
+    }
+    if (gpus > 1 && j.on(RuleId::distributed_min_gpu_hours) &&
+        gpu_hours < j.threshold(RuleId::distributed_min_gpu_hours)) {
+      const int one = ask_minutes(gpu_hours, *part);
+      if (j.fire(RuleId::distributed_min_gpu_hours,
+                 text::format("%d GPUs x %s h = %s GPU-hours < %s: below this one GPU is cheaper", gpus,
+                              text::num(hours).c_str(), text::num(gpu_hours, 1).c_str(),
+                              text::num(j.threshold(RuleId::distributed_min_gpu_hours)).c_str())))
+        new_gpus = 1, new_nodes = 1, new_time = one;
+      j.asks.push_back("--gpus=1 --time=" + slurm_time(one));
+    }
+    if (j.on(RuleId::max_job_gpu_hours) && gpu_hours > j.threshold(RuleId::max_job_gpu_hours)) {
+      const int capped = std::max(1, static_cast<int>(j.threshold(RuleId::max_job_gpu_hours) / gpus * 60));
+      if (j.fire(RuleId::max_job_gpu_hours, text::format("%s GPU-hours > %s allowed for one job",
+                                                         text::num(gpu_hours, 0).c_str(),
+                                                         text::num(j.threshold(RuleId::max_job_gpu_hours)).c_str())))
+        new_time = capped;
+      j.asks.push_back("--time=" + slurm_time(capped));
+    }
+    if (j.on(RuleId::checkpoint_required_gpu_hours) &&
+        (spot || gpu_hours >= j.threshold(RuleId::checkpoint_required_gpu_hours))) {
+      if (j.fire(RuleId::checkpoint_required_gpu_hours,
+                 spot ? "spot partition: the job must checkpoint and requeue"
+                      : text::format("%s GPU-hours >= %s: the job must checkpoint and requeue",
+                                     text::num(gpu_hours, 0).c_str(),
+                                     text::num(j.threshold(RuleId::checkpoint_required_gpu_hours)).c_str())))
+        d.rewrite.requeue = true, d.rewrite.signal_before_s = policy.signal_before_s;
+    }
+    d.plan_env.emplace_back("SCALEGUARD_GPUS", std::to_string(new_gpus.value_or(gpus)));
+    d.plan_env.emplace_back("SCALEGUARD_NODES", std::to_string(new_nodes.value_or(nodes)));
+    if (!job.ckpt_dir.empty()) d.plan_env.emplace_back("SCALEGUARD_CKPT_DIR", job.ckpt_dir);
+  } else {
+    // Judged on the intent: plan the training, compare with one GPU.
+    if (job.model.empty())
+      return reject_input("--train-model", Error{"tokens or hours given without a model", "", 0, "",
+                                                 "add --train-model (e.g. 350M or llama2-7b)"});
+    auto model = parse_model_spec(job.model, policy.catalog);
+    if (!model) return reject_input("--train-model", model.error());
+    if (!(job.tokens >= 0 && job.tokens <= 1e18) || !(job.single_gpu_hours >= 0 && job.single_gpu_hours <= 87840) ||
+        !(job.deadline_hours >= 0 && job.deadline_hours <= 87840))
+      return reject_input("--train-* options", Error{"tokens, hours or deadline out of range", "", 0, "", ""});
+    Pins pins;
+    if (!job.strategy.empty() && job.strategy != "auto") {
+      auto s = parse_strategy(job.strategy);
+      if (!s) return reject_input("--train-strategy", s.error());
+      if (s.value() != "auto") pins.strategy = strategy_from_string(s.value()).value();
+    }
+    Hardware hw;
+    hw.gpu = part->gpu;
+    hw.instance = part->inst.name;
+    hw.gpus_per_node = gpn;
+    hw.network_gb_s = part->inst.network_gbps / 8;
+    hw.on_demand_gpu_hour = part->inst.on_demand / gpn;
+    hw.spot_gpu_hour = part->inst.spot / gpn;
+    hw.spot = spot;
+    hw.node_mtbf_hours = policy.node_mtbf_hours;
+    hw.assume = policy.catalog.assumptions;
+    Goals goals;
+    if (j.on(RuleId::single_gpu_max_hours)) goals.single_gpu_max_hours = j.threshold(RuleId::single_gpu_max_hours);
+    goals.max_comm_ratio = j.on(RuleId::max_comm_ratio) ? j.threshold(RuleId::max_comm_ratio) : 1e9;
+    goals.min_doubling_speedup = j.on(RuleId::min_doubling_speedup) ? j.threshold(RuleId::min_doubling_speedup) : 1;
+    goals.distributed_min_gpu_hours =
+        j.on(RuleId::distributed_min_gpu_hours) ? j.threshold(RuleId::distributed_min_gpu_hours) : 0;
+    goals.deadline_hours = job.deadline_hours;
+
+    Workload w{model.value(), job.tokens, 0};
+    const Pins free_pins;  // the one-GPU comparison ignores the pinned strategy
+    auto single = best_plan_at(Workload{w.model, 1e9, 0}, hw, 1, free_pins, goals);
+    if (w.tokens <= 0 && job.single_gpu_hours > 0) {
+      // Hours the user measured on one GPU: scale tokens so the one-GPU plan matches them.
+      w.tokens = single ? 1e9 * job.single_gpu_hours / single.value().train_hours
+                        : tokens_for_single_gpu_hours(w.model, hw.gpu, job.single_gpu_hours);
+    }
+    if (w.tokens <= 0) {
+      // Only a model: the job trains for its time limit on what it asked for.
+      auto probe = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
+      w.tokens = probe ? 1e9 * hours / probe.value().train_hours : 0;
+    }
+    if (single) single = best_plan_at(w, hw, 1, free_pins, goals);
+    const bool single_fits = static_cast<bool>(single);
+    auto asked = w.tokens > 0 ? best_plan_at(w, hw, gpus, pins, goals) : single;
+    if (!asked && w.tokens <= 0) asked = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
+    const bool deadline_needs_more =
+        job.deadline_hours > 0 && (!single_fits || single.value().wall_hours > job.deadline_hours);
+
+    Plan chosen;
+    bool have_plan = false;
+    if (!asked) {
+      // The request cannot hold the model: say how many GPUs it needs.
+      auto rec = choose_plan(w, hw, pins, goals);
+      std::string detail = asked.error().message;
+      if (rec) detail += "; " + plan_line(rec.value());
+      if (j.on(RuleId::must_fit_memory)) {
+        if (j.fire(RuleId::must_fit_memory, detail) && rec)
+          new_gpus = rec.value().gpus, new_nodes = rec.value().nodes, chosen = rec.value(), have_plan = true;
+      } else {
+        d.rules.push_back(RuleHit{"must_fit_memory", Action::warn, detail});
+      }
+      if (rec) j.asks.push_back(text::format("--gpus=%d", rec.value().gpus));
+      if (!rec) j.max_action = Action::reject;  // nothing fits at all: nothing to run
+    } else {
+      chosen = asked.value();
+      have_plan = true;
+    }
+
+    if (have_plan && gpus > 1 && single_fits && !deadline_needs_more) {
+      const Plan& one = single.value();
+      const std::string cmp = "single GPU " + text::num(one.wall_hours, 1) + " h for ~" +
+                              text::money(one.cost_spot) + " on spot (~" + text::money(one.cost_on_demand) +
+                              " on-demand) vs " + gpus_str(chosen.gpus) + " " + text::num(chosen.wall_hours, 1) +
+                              " h for ~" + text::money(chosen.cost_on_demand) + " on-demand (~" +
+                              text::money(chosen.cost_spot) + " spot)";
+      const int one_time = ask_minutes(one.wall_hours, *part);
+      bool to_one = false;
+      if (j.on(RuleId::distributed_min_gpu_hours) && one.gpu_hours < j.threshold(RuleId::distributed_min_gpu_hours)) {
+        to_one |= j.fire(RuleId::distributed_min_gpu_hours,
+                         "one GPU needs " + text::num(one.gpu_hours, 1) + " GPU-hours < " +
+                             text::num(j.threshold(RuleId::distributed_min_gpu_hours)) + ": " + cmp + ": use 1 GPU");
+      }
+      if (j.on(RuleId::single_gpu_max_hours) && one.wall_hours <= j.threshold(RuleId::single_gpu_max_hours)) {
+        to_one |= j.fire(RuleId::single_gpu_max_hours,
+                         "fits one GPU and finishes in " + text::num(one.wall_hours, 1) + " h <= " +
+                             text::num(j.threshold(RuleId::single_gpu_max_hours)) + " h: stay single");
+      }
+      if (d.rules.size() && (d.rules.back().id == "single_gpu_max_hours" ||
+                             d.rules.back().id == "distributed_min_gpu_hours"))
+        j.asks.push_back("--gpus=1 --time=" + slurm_time(one_time));
+      if (to_one) new_gpus = 1, new_nodes = 1, new_time = one_time, chosen = one;
+    }
+    if (have_plan && gpus == 1 && single_fits && j.on(RuleId::consider_distributed_hours) &&
+        single.value().wall_hours > j.threshold(RuleId::consider_distributed_hours)) {
+      auto rec = choose_plan(w, hw, pins, goals);
+      if (rec && rec.value().gpus > 1) {
+        const Plan& r = rec.value();
+        if (j.fire(RuleId::consider_distributed_hours,
+                   "one GPU takes " + text::num(single.value().wall_hours, 0) + " h > " +
+                       text::num(j.threshold(RuleId::consider_distributed_hours)) + " h; " + plan_line(r)))
+          new_gpus = r.gpus, new_nodes = r.nodes, new_time = ask_minutes(r.wall_hours, *part), chosen = r;
+        j.asks.push_back(text::format("--gpus=%d --time=%s", r.gpus, slurm_time(ask_minutes(r.wall_hours, *part)).c_str()));
+      }
+    }
+    if (have_plan && chosen.gpus > 1 && !new_gpus) {
+      // Adding GPUs must pay: cap by comm ratio, then by the speedup of the last doubling.
+      if (j.on(RuleId::max_comm_ratio) && chosen.comm_ratio > j.threshold(RuleId::max_comm_ratio)) {
+        int n = chosen.gpus;
+        Result<Plan> cap = chosen;
+        while (n > 1 && cap && cap.value().comm_ratio > j.threshold(RuleId::max_comm_ratio)) {
+          n /= 2;
+          cap = best_plan_at(w, hw, n, pins, goals);
+        }
+        std::string detail = "comm ratio " + text::num(chosen.comm_ratio, 2) + " > " +
+                             text::num(j.threshold(RuleId::max_comm_ratio)) + " on " + gpus_str(chosen.gpus) +
+                             ": more GPUs mostly wait for the network";
+        if (cap) detail += "; " + plan_line(cap.value());
+        if (j.fire(RuleId::max_comm_ratio, detail) && cap)
+          new_gpus = n, new_nodes = cap.value().nodes, chosen = cap.value();
+        if (cap) j.asks.push_back(text::format("--gpus=%d", n));
+      }
+      if (!new_gpus && j.on(RuleId::min_doubling_speedup) && chosen.gpus % 2 == 0) {
+        auto half = best_plan_at(w, hw, chosen.gpus / 2, pins, goals);
+        if (half) {
+          const double speedup = half.value().wall_hours / chosen.wall_hours;
+          if (speedup < j.threshold(RuleId::min_doubling_speedup)) {
+            if (j.fire(RuleId::min_doubling_speedup,
+                       text::format("going from %d to %d GPUs speeds up only %.2fx < %s", chosen.gpus / 2, chosen.gpus,
+                                    speedup, text::num(j.threshold(RuleId::min_doubling_speedup)).c_str()) +
+                           "; " + plan_line(half.value())))
+              new_gpus = half.value().gpus, new_nodes = half.value().nodes, chosen = half.value();
+            j.asks.push_back(text::format("--gpus=%d", half.value().gpus));
+          }
+        }
+      }
+    }
+    if (have_plan) {
+      if (chosen.nodes > 1 && !fast_fabric && j.on(RuleId::multi_node_fabric))
+        j.fire(RuleId::multi_node_fabric, text::format("the plan needs %d nodes but fabric %s is not efa or ib",
+                                                       chosen.nodes, to_string(part->fabric)));
+      if (j.on(RuleId::max_job_gpu_hours) && chosen.gpu_hours > j.threshold(RuleId::max_job_gpu_hours))
+        j.fire(RuleId::max_job_gpu_hours, text::num(chosen.gpu_hours, 0) + " GPU-hours > " +
+                                              text::num(j.threshold(RuleId::max_job_gpu_hours)) + " allowed for one job");
+      if (j.on(RuleId::checkpoint_required_gpu_hours) &&
+          (spot || chosen.gpu_hours >= j.threshold(RuleId::checkpoint_required_gpu_hours))) {
+        const std::string why = spot ? "spot partition" : text::num(chosen.gpu_hours, 0) + " GPU-hours >= " +
+                                       text::num(j.threshold(RuleId::checkpoint_required_gpu_hours));
+        if (j.fire(RuleId::checkpoint_required_gpu_hours,
+                   why + ": checkpoint every " + text::num(chosen.ckpt_interval_s / 60, 0) +
+                       " min and requeue on failure" + (job.ckpt_dir.empty() ? " (set --train-ckpt-dir)" : "")))
+          d.rewrite.requeue = true, d.rewrite.signal_before_s = policy.signal_before_s;
+      }
+      const int need = ask_minutes(chosen.wall_hours, *part);
+      const int have = new_time.value_or(limit);
+      if (j.on(RuleId::time_limit_fits) && chosen.wall_hours * 60 > have) {
+        const bool too_long = part->max_time_min > 0 && chosen.wall_hours * 60 > part->max_time_min;
+        if (j.fire(RuleId::time_limit_fits,
+                   "the plan needs " + text::num(chosen.wall_hours, 1) + " h but the time limit is " + slurm_time(have) +
+                       (too_long ? " and the partition's max_time " + slurm_time(part->max_time_min) +
+                                       " is shorter: the job must checkpoint and resume"
+                                 : "")))
+          new_time = need;
+        j.asks.push_back("--time=" + slurm_time(need));
+      }
+      add_plan_env(d, chosen, job);
+      d.plan_json = to_json(chosen);
+    }
+    // Summary and message built below from the chosen plan.
+    d.action = j.max_action;
+    if (d.action == Action::rewrite) {
+      if (new_gpus && *new_gpus != gpus) {
+        d.rewrite.gpus_total = *new_gpus;
+        d.rewrite.nodes = new_nodes.value_or(1);
+        if (job.gpus_per_node > 0) d.rewrite.gpus_per_node = std::min(*new_gpus, gpn);
+      }
+      if (new_time && *new_time != limit) d.rewrite.time_limit_min = *new_time;
+    }
+    std::string head = w.model.name + " (" + text::format("%.3g", w.model.params) + " parameters, " +
+                       text::format("%.3g", w.tokens) + " tokens) on " + gpus_str(gpus) + " " + part->gpu.name +
+                       " in " + part->name + " (" + to_string(part->capacity) + ")";
+    std::string verdict;
+    switch (d.action) {
+      case Action::accept: verdict = "accepted"; break;
+      case Action::warn: verdict = "accepted with warnings"; break;
+      case Action::rewrite: verdict = "rewritten"; break;
+      case Action::reject: verdict = "refused"; break;
+    }
+    d.message = "scaleguard: " + head + ": " + verdict + ".";
+    if (have_plan) d.message += " Plan: " + plan_line(chosen) + ".";
+    for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
+    if (have_plan)
+      d.summary = text::format("scaleguard: %s: %s gpus=%d nodes=%d tp=%d pp=%d dp=%d %sh $%.0f", to_string(d.action),
+                               to_string(chosen.strategy), chosen.gpus, chosen.nodes, chosen.layout.tp,
+                               chosen.layout.pp, chosen.layout.dp, text::num(chosen.wall_hours, 1).c_str(),
+                               spot ? chosen.cost_spot : chosen.cost_on_demand);
+  }
+  d.action = j.max_action;
+  if (d.action != Action::rewrite) d.rewrite = Rewrite{};
+  if (d.action == Action::rewrite && !job.has_intent()) {
+    if (new_gpus && *new_gpus != gpus) {
+      d.rewrite.gpus_total = *new_gpus;
+      d.rewrite.nodes = new_nodes.value_or(1);
+      if (job.gpus_per_node > 0) d.rewrite.gpus_per_node = std::min(*new_gpus, gpn);
+    }
+    if (new_time && *new_time != limit) d.rewrite.time_limit_min = *new_time;
+  }
+  if (d.action == Action::rewrite && d.rewrite.empty()) d.action = Action::warn;  // nothing to change after all
+  if (d.summary.empty())
+    d.summary = text::format("scaleguard: %s: %d GPU(s) x %s h = %s GPU-hours in %s", to_string(d.action), gpus,
+                             text::num(hours).c_str(), text::num(gpus * hours, 1).c_str(), part->name.c_str());
+  if (d.message.empty()) {
+    d.message = d.summary + ".";
+    for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
+  }
+  if (!j.asks.empty() && d.action != Action::accept) {
+    d.message += " Ask for instead:";
+    for (const auto& a : j.asks) d.message += " " + a;
+    d.message += ".";
+  }
+  return d;
+}
+
+}  // namespace
+
+Decision decide(const JobRequest& job, const Policy& policy) noexcept {
+  try {
+    return decide_impl(job, policy);
+  } catch (const std::exception& e) {
+    Decision d;
+    d.action = Action::reject;
+    d.summary = "scaleguard: reject: internal error";
+    d.message = std::string("scaleguard: internal error while judging the job (") + e.what() +
+                "); please report it to the cluster admins";
+    return d;
+  } catch (...) {
+    Decision d;
+    d.action = Action::reject;
+    d.summary = "scaleguard: reject: internal error";
+    d.message = "scaleguard: internal error while judging the job; please report it to the cluster admins";
+    return d;
+  }
+}
+
+}  // namespace scaleguard

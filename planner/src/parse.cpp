@@ -1,0 +1,190 @@
+// Value parsers shared by the CLI, the config loaders and both Slurm plugins: bounded,
+// locale-free (std::from_chars), no exceptions.
+#include <charconv>
+#include <cmath>
+
+#include "scaleguard/decide.h"
+#include "scaleguard/plan.h"
+#include "parse_number.h"
+#include "text.h"
+
+namespace scaleguard {
+
+namespace {
+constexpr size_t kMaxValue = 64;  // no count, duration or TRES item needs more
+
+Error value_error(std::string message, std::string hint) {
+  Error e;
+  e.message = std::move(message);
+  e.hint = std::move(hint);
+  return e;
+}
+
+bool too_long_or_control(const std::string& t) { return t.size() > kMaxValue || text::has_control(t); }
+}  // namespace
+
+std::optional<double> parse_number(const std::string& s) {
+  if (s.empty() || s.size() > kMaxValue) return std::nullopt;
+  const char* first = s.data();
+  const char* last = s.data() + s.size();
+  if (*first == '+') ++first;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (ec != std::errc() || ptr != last || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<long long> parse_integer(const std::string& s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  long long v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+Result<double> parse_count(const std::string& raw) {
+  const std::string hint = "write a number with an optional K, M, B or T suffix, e.g. 350M, 40B, 1.5T, 1e9";
+  if (too_long_or_control(raw)) return value_error("malformed count", hint);
+  std::string t = text::trim(raw);
+  if (t.empty()) return value_error("empty count", hint);
+  double scale = 1;
+  switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+    case 'K': scale = 1e3; break;
+    case 'M': scale = 1e6; break;
+    case 'B': case 'G': scale = 1e9; break;
+    case 'T': scale = 1e12; break;
+    default: break;
+  }
+  if (scale != 1) t.pop_back();
+  auto v = parse_number(t);
+  if (!v) return value_error("'" + raw + "' is not a count", hint);
+  const double n = *v * scale;
+  if (n <= 0) return value_error("'" + raw + "' must be greater than 0", hint);
+  if (n > 1e18) return value_error("'" + raw + "' is absurdly large (more than 1e18)", hint);
+  return n;
+}
+
+Result<int> parse_slurm_minutes(const std::string& raw) {
+  const std::string hint =
+      "use Slurm's --time forms: MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC or INFINITE";
+  if (too_long_or_control(raw)) return value_error("malformed time", hint);
+  std::string t = text::trim(raw);
+  if (t.empty()) return value_error("empty time", hint);
+  if (text::iequals(t, "infinite") || text::iequals(t, "unlimited")) return -1;
+  long long days = 0;
+  std::string rest = t;
+  bool has_days = false;
+  if (auto dash = t.find('-'); dash != std::string::npos) {
+    auto d = parse_integer(t.substr(0, dash));
+    if (!d || *d < 0) return value_error("'" + raw + "' is not a time", hint);
+    days = *d;
+    rest = t.substr(dash + 1);
+    has_days = true;
+  }
+  auto parts = text::split(rest, ':');
+  if (parts.size() > 3) return value_error("'" + raw + "' has too many ':' fields", hint);
+  std::vector<long long> v;
+  for (const auto& p : parts) {
+    auto n = parse_integer(p);
+    if (!n || *n < 0) return value_error("'" + raw + "' is not a time", hint);
+    v.push_back(*n);
+  }
+  long long seconds = 0;
+  if (has_days) {  // D-H, D-H:M, D-H:M:S
+    seconds = days * 86400 + v[0] * 3600 + (v.size() > 1 ? v[1] * 60 : 0) + (v.size() > 2 ? v[2] : 0);
+  } else if (v.size() == 1) {  // MIN
+    seconds = v[0] * 60;
+  } else if (v.size() == 2) {  // MIN:SEC
+    seconds = v[0] * 60 + v[1];
+  } else {  // H:M:S
+    seconds = v[0] * 3600 + v[1] * 60 + v[2];
+  }
+  const long long minutes = (seconds + 59) / 60;  // Slurm rounds seconds up to a minute
+  if (minutes > 366LL * 24 * 60 * 10) return value_error("'" + raw + "' is longer than 10 years", hint);
+  if (minutes == 0) return value_error("'" + raw + "' is zero", hint + " (at least one minute)");
+  return static_cast<int>(minutes);
+}
+
+Result<double> parse_hours(const std::string& raw) {
+  const std::string hint = "write hours as 11, 11h, 90m, 2d, 1w or Slurm's D-HH:MM:SS";
+  if (too_long_or_control(raw)) return value_error("malformed duration", hint);
+  std::string t = text::trim(raw);
+  if (t.empty()) return value_error("empty duration", hint);
+  if (t.find(':') != std::string::npos || (t.find('-') != std::string::npos && t.front() != '-')) {
+    auto m = parse_slurm_minutes(t);
+    if (!m) return value_error("'" + raw + "' is not a duration", hint);
+    if (m.value() < 0) return value_error("'" + raw + "' is not a finite duration", hint);
+    return m.value() / 60.0;
+  }
+  double scale = 1;
+  switch (std::tolower(static_cast<unsigned char>(t.back()))) {
+    case 's': scale = 1.0 / 3600; break;
+    case 'm': scale = 1.0 / 60; break;
+    case 'h': scale = 1; break;
+    case 'd': scale = 24; break;
+    case 'w': scale = 168; break;
+    default: scale = 0; break;
+  }
+  if (scale != 0) t.pop_back(); else scale = 1;
+  auto v = parse_number(t);
+  if (!v) return value_error("'" + raw + "' is not a duration", hint);
+  const double h = *v * scale;
+  if (h <= 0) return value_error("'" + raw + "' must be greater than 0", hint);
+  if (h > 24 * 366 * 10) return value_error("'" + raw + "' is longer than 10 years", hint);
+  return h;
+}
+
+Result<std::string> parse_strategy(const std::string& raw) {
+  const std::string hint = "one of auto, single, ddp, zero, pipeline, tensor, hybrid";
+  if (too_long_or_control(raw)) return value_error("malformed strategy", hint);
+  const std::string t = text::lower(text::trim(raw));
+  if (t == "auto") return t;
+  // A few common spellings map to the ladder's names.
+  if (t == "dp") return std::string("ddp");
+  if (t == "fsdp" || t == "sharded") return std::string("zero");
+  if (t == "pp") return std::string("pipeline");
+  if (t == "tp") return std::string("tensor");
+  if (t == "3d") return std::string("hybrid");
+  if (strategy_from_string(t)) return t;
+  return value_error("unknown strategy '" + raw + "'", hint);
+}
+
+Result<GpuTres> parse_gpu_tres(const std::string& raw) {
+  const std::string hint = "write gres:gpu:N, gres:gpu:TYPE:N, gres/gpu:N or gpu:TYPE:N";
+  if (raw.size() > 4096 || text::has_control(raw)) return value_error("malformed TRES string", hint);
+  GpuTres out;
+  for (auto item : text::split(raw, ',')) {
+    if (item.empty()) continue;
+    if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) item = item.substr(5);
+    if (item.rfind("gpu", 0) != 0 || (item.size() > 3 && item[3] != ':' && item[3] != '=')) continue;
+    // gpu | gpu:N | gpu:TYPE | gpu:TYPE:N | gpu=N
+    auto fields = text::split(item.size() > 3 ? item.substr(4) : std::string(), ':');
+    if (item.size() == 3) fields.clear();
+    std::string type;
+    long long count = 1;
+    if (fields.size() > 2) return value_error("'" + item + "' has too many ':' fields", hint);
+    if (!fields.empty()) {
+      auto n = parse_integer(fields.back());
+      if (n) {
+        count = *n;
+        if (fields.size() == 2) type = fields[0];
+      } else {
+        if (fields.size() == 2) return value_error("'" + item + "' has a bad GPU count", hint);
+        type = fields[0];  // gpu:TYPE means one GPU of that type
+      }
+    }
+    if (count < 0 || count > 100000) return value_error("'" + item + "': GPU count out of range", hint);
+    for (const auto& f : fields)
+      if (f.empty() || f.size() > 64) return value_error("'" + item + "': empty or overlong field", hint);
+    if (!type.empty() && !out.type.empty() && !text::iequals(type, out.type)) {
+      out.type += "," + type;  // several types: the one_gpu_type rule judges it
+    } else if (!type.empty() && out.type.empty()) {
+      out.type = type;
+    }
+    out.count += static_cast<int>(count);
+    if (out.count > 100000) return value_error("GPU count out of range", hint);
+  }
+  return out;
+}
+
+}  // namespace scaleguard

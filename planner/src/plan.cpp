@@ -1,0 +1,277 @@
+// The first-principles models: memory per GPU, step time, failures and cost of one layout.
+// No strings and no allocation here: the search calls evaluate() thousands of times.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "scaleguard/plan.h"
+#include "text.h"
+
+namespace scaleguard {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+double weight_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+double grad_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+// Mixed precision keeps an fp32 master copy next to the optimizer's moments.
+double optimizer_bytes(Precision p, Optimizer o) {
+  const double moments = o == Optimizer::adam ? 8 : 4;
+  return p == Precision::fp32 ? moments : moments + 4;
+}
+double activation_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+}  // namespace
+
+const char* to_string(Strategy s) {
+  switch (s) {
+    case Strategy::single: return "single";
+    case Strategy::ddp: return "ddp";
+    case Strategy::zero: return "zero";
+    case Strategy::pipeline: return "pipeline";
+    case Strategy::tensor: return "tensor";
+    case Strategy::hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+Result<Strategy> strategy_from_string(const std::string& s) {
+  for (Strategy st : {Strategy::single, Strategy::ddp, Strategy::zero, Strategy::pipeline,
+                      Strategy::tensor, Strategy::hybrid})
+    if (s == to_string(st)) return st;
+  Error e;
+  e.message = "unknown strategy '" + s + "'";
+  e.hint = "one of single, ddp, zero, pipeline, tensor, hybrid";
+  return e;
+}
+
+Strategy Layout::strategy() const {
+  if (tp > 1 && pp > 1) return Strategy::hybrid;
+  if (tp > 1) return Strategy::tensor;
+  if (pp > 1) return Strategy::pipeline;
+  if (dp == 1) return Strategy::single;
+  return zero > 0 ? Strategy::zero : Strategy::ddp;
+}
+
+Result<Hardware> hardware_for(const Catalog& cat, const std::string& gpu_type,
+                              const std::string& instance, int gpus_per_node) {
+  Hardware hw;
+  hw.assume = cat.assumptions;
+  const Instance* inst = nullptr;
+  if (!instance.empty()) {
+    inst = cat.find_instance(instance);
+    if (!inst) {
+      std::vector<std::string> names;
+      for (const auto& i : cat.instances) names.push_back(i.name);
+      std::string near = text::closest(instance, names);
+      return Error{"unknown instance type '" + instance + "'", cat.path, 0, "instance",
+                   near.empty() ? "see the [instance NAME] sections of the catalog" : "did you mean '" + near + "'?"};
+    }
+  }
+  const GpuType* gpu = nullptr;
+  if (!gpu_type.empty()) {
+    gpu = cat.find_gpu(gpu_type);
+    if (!gpu) {
+      std::vector<std::string> names;
+      for (const auto& g : cat.gpus) names.push_back(g.name);
+      std::string near = text::closest(gpu_type, names);
+      return Error{"unknown GPU type '" + gpu_type + "'", cat.path, 0, "gpu-type",
+                   near.empty() ? "see the [gpu NAME] sections of the catalog" : "did you mean '" + near + "'?"};
+    }
+    if (inst && !text::iequals(inst->gpu, gpu->name))
+      return Error{"instance " + inst->name + " has " + inst->gpu + " GPUs, not " + gpu->name, "", 0,
+                   "gpu-type", "drop --gpu-type or pick a matching instance"};
+  } else if (inst) {
+    gpu = cat.find_gpu(inst->gpu);
+  } else {
+    return Error{"no GPU type given", "", 0, "gpu-type", "pass --gpu-type (e.g. A100-80GB) or --instance"};
+  }
+  if (!inst) {  // price a bare GPU type by its largest instance
+    for (const auto& i : cat.instances)
+      if (text::iequals(i.gpu, gpu->name) && (!inst || i.gpus > inst->gpus)) inst = &i;
+    if (!inst)
+      return Error{"no instance type in the catalog has " + gpu->name + " GPUs", cat.path, 0, "gpu-type",
+                   "add an [instance NAME] with gpu = " + gpu->name};
+  }
+  hw.gpu = *gpu;
+  hw.instance = inst->name;
+  hw.gpus_per_node = gpus_per_node > 0 ? gpus_per_node : inst->gpus;
+  hw.network_gb_s = inst->network_gbps / 8;
+  hw.on_demand_gpu_hour = inst->on_demand / inst->gpus;
+  hw.spot_gpu_hour = inst->spot / inst->gpus;
+  return hw;
+}
+
+int default_global_batch(const ModelSpec& m) {
+  const double tokens = std::clamp(524288.0 * std::cbrt(m.params / 1e8), 524288.0, 4194304.0);
+  return std::max(1, static_cast<int>(std::lround(tokens / m.seq)));
+}
+
+static double peak_tflops(const GpuType& g, Precision p) {
+  if (p == Precision::fp32) return g.tflops_fp32;
+  if (p == Precision::bf16 && g.tflops_bf16 > 0) return g.tflops_bf16;
+  return g.tflops_fp16;
+}
+
+double tokens_for_single_gpu_hours(const ModelSpec& m, const GpuType& g, double hours) {
+  return hours * 3600 * peak_tflops(g, m.precision) * 1e12 * g.efficiency / (6 * m.params);
+}
+
+Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, const Assumptions& a) {
+  Memory mem;
+  const double emb = double(m.vocab) * m.hidden;
+  const double body = std::max(0.0, m.params - emb);
+  // The first stage holds the embedding as well as its share of the layers.
+  const double params = body / (l.tp * l.pp) + emb / l.tp;
+  mem.weights = params * weight_bytes(m.precision) / (l.zero >= 3 ? l.dp : 1);
+  mem.gradients = params * grad_bytes(m.precision) / (l.zero >= 2 ? l.dp : 1);
+  mem.optimizer = params * optimizer_bytes(m.precision, m.optimizer) / (l.zero >= 1 ? l.dp : 1);
+
+  const int local = (global_batch + l.dp - 1) / l.dp;
+  const int micro_batches = std::max(1, (local + l.micro_batch - 1) / l.micro_batch);
+  const double s = m.seq, b = l.micro_batch, h = m.hidden, heads = m.heads;
+  const double scale = activation_bytes(m.precision) / 2;  // the formula counts 16-bit values
+  // Korthikanti et al. 2022: s*b*h*(34 + 5*a*s/h) bytes per layer, split by tensor (and
+  // sequence) parallelism; selective recompute drops the 5*a*s/h attention part; full
+  // recompute keeps only each layer's input (2*s*b*h) plus one layer's working set.
+  const double layer_full = s * b * h * (34 + 5 * heads * s / h) / l.tp * scale;
+  double per_layer = layer_full, working = 0;
+  if (l.recompute == Recompute::selective) per_layer = s * b * h * 34 / l.tp * scale;
+  if (l.recompute == Recompute::full) per_layer = 2 * s * b * h / l.tp * scale, working = layer_full;
+  const int layers_stage = (m.layers + l.pp - 1) / l.pp;
+  // 1F1B: the first stage keeps up to pp micro-batches in flight.
+  const int in_flight = l.pp > 1 ? std::min(micro_batches, l.pp) : 1;
+  const double logits = 4 * s * b * m.vocab / l.tp;  // fp32 logits of the last stage
+  mem.activations = layers_stage * in_flight * per_layer + working + logits;
+  mem.overhead = a.memory_reserved_gib * kGiB +
+                 a.memory_fragmentation * (mem.weights + mem.gradients + mem.optimizer + mem.activations);
+  return mem;
+}
+
+double young_interval(double save_s, double mtbf_s) { return std::sqrt(2 * save_s * mtbf_s); }
+
+double daly_interval(double save_s, double mtbf_s) {
+  if (save_s >= 2 * mtbf_s) return mtbf_s;
+  const double x = save_s / (2 * mtbf_s);
+  return std::sqrt(2 * save_s * mtbf_s) * (1 + std::sqrt(x) / 3 + x / 9) - save_s;
+}
+
+double young_daly_interval(double save_s, double node_mtbf_hours, int gpus, int gpus_per_node) {
+  const int nodes = std::max(1, (gpus + std::max(1, gpus_per_node) - 1) / std::max(1, gpus_per_node));
+  return daly_interval(save_s, node_mtbf_hours * 3600 / nodes);
+}
+
+double failure_factor(double interval_s, double save_s, double restart_s, double mtbf_s) {
+  const double lost = (interval_s / 2 + restart_s) / mtbf_s;  // expected loss per second of run
+  if (lost >= 1 || interval_s <= 0) return std::numeric_limits<double>::infinity();
+  return (1 + save_s / interval_s) / (1 - lost);
+}
+
+Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
+  Plan p;
+  p.layout = l;
+  p.strategy = l.strategy();
+  p.gpus = l.gpus();
+  const int gpn = std::max(1, hw.gpus_per_node);
+  p.nodes = (p.gpus + gpn - 1) / gpn;
+  p.gpu_memory_gib = hw.gpu.memory_gib;
+  const ModelSpec& m = w.model;
+  const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m);
+  const bool valid = l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.micro_batch >= 1 && l.tp <= gpn &&
+                     m.heads % l.tp == 0 && l.pp <= m.layers && l.zero >= 0 && l.zero <= 3 &&
+                     (l.zero == 0 || l.dp > 1);
+  const int local = (B + l.dp - 1) / l.dp;
+  const int mb = std::max(1, (local + l.micro_batch - 1) / l.micro_batch);
+  p.micro_batches = mb;
+  p.global_batch = mb * l.micro_batch * l.dp;  // rounded up to whole micro-batches per rank
+  p.memory = memory_per_gpu(m, l, B, hw.assume);
+  p.fits = valid && p.memory.total() <= hw.gpu.memory_gib * kGiB;
+
+  const double peak = peak_tflops(hw.gpu, m.precision);
+  const double rate = peak * 1e12 * hw.gpu.efficiency;  // FLOP/s per GPU
+  const double tokens_step = double(p.global_batch) * m.seq;
+  const double model_flops = 6 * m.params * tokens_step;
+  double flops = model_flops;
+  if (l.recompute == Recompute::full) flops += 2 * m.params * tokens_step;
+  // Selective recompute redoes the attention core: 4*s*h FLOPs per token per layer.
+  if (l.recompute == Recompute::selective) flops += 4.0 * m.seq * m.hidden * m.layers * tokens_step;
+  p.compute_seconds = flops / p.gpus / rate;
+
+  const double util = hw.assume.bandwidth_utilization;
+  const double intra_link = hw.gpu.nvlink_gb_s > 0 ? hw.gpu.nvlink_gb_s : hw.gpu.pcie_gb_s;
+  const double intra = intra_link / 2 * 1e9 * util;   // per direction, bytes/s
+  const double inter = hw.network_gb_s * 1e9 * util;  // per node, bytes/s
+  const int g = std::min(p.gpus, gpn);                // GPUs of this job on one node
+  const double act = activation_bytes(m.precision);
+  const double sbh = double(m.seq) * l.micro_batch * m.hidden;
+  const int layers_stage = (m.layers + l.pp - 1) / l.pp;
+
+  // Tensor parallel: 4 all-reduces of s*b*h per layer and micro-batch (2 forward, 2
+  // backward; +2 when the forward is recomputed), over NVLink, not overlapped.
+  if (l.tp > 1) {
+    const double per_ar = 2.0 * (l.tp - 1) / l.tp * sbh * act / intra;
+    const int n_ar = l.recompute == Recompute::full ? 6 : 4;
+    p.tp_comm_seconds = double(layers_stage) * mb * n_ar * per_ar;
+  }
+  // Pipeline: one activation (forward) and one gradient (backward) per micro-batch and
+  // stage boundary; stages are tp*dp ranks apart, so they sit on another node when tp*dp
+  // fills one, sharing its network with the node's other GPUs.
+  if (l.pp > 1) {
+    const double bytes = sbh * act / l.tp;
+    const double bw = l.tp * l.dp >= gpn ? inter / g : intra;
+    p.pp_comm_seconds = 2.0 * mb * bytes / bw;
+  }
+  // Data parallel: ring all-reduce 2(d-1)/d of the gradients (ZeRO-1/2: reduce-scatter +
+  // all-gather, same volume; ZeRO-3 adds parameter all-gathers: 1.5x). Inside a node over
+  // NVLink; across nodes the node's network carries every DP group on that node.
+  if (l.dp > 1) {
+    const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
+                              double(m.vocab) * m.hidden / l.tp;
+    const double bytes = params_gpu * grad_bytes(m.precision) * (l.zero == 3 ? 1.5 : 1.0);
+    const double ring = 2.0 * (l.dp - 1) / l.dp * bytes;
+    if (l.tp * l.dp <= g) {
+      p.dp_comm_seconds = ring / intra;
+    } else {
+      const int members_on_node = std::max(1, std::min(l.dp, g / l.tp));
+      const double groups_on_node = double(g) / members_on_node;
+      p.dp_comm_seconds = ring * groups_on_node / inter;
+    }
+    // Only the last micro-batch's backward can hide it (earlier ones accumulate locally).
+    const double backward_share = l.recompute == Recompute::full ? 6.0 / 8 : 4.0 / 6;
+    const double window = hw.assume.comm_overlap * backward_share * p.compute_seconds / mb;
+    p.dp_exposed_seconds = std::max(0.0, p.dp_comm_seconds - window);
+  }
+
+  p.bubble_fraction = double(l.pp - 1) / (mb + l.pp - 1);
+  p.step_seconds = (p.compute_seconds + p.tp_comm_seconds) * (mb + l.pp - 1) / mb +
+                   p.pp_comm_seconds + p.dp_exposed_seconds;
+  p.comm_ratio = (p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds) / p.compute_seconds;
+  p.steps = w.tokens / tokens_step;
+  p.train_hours = p.steps * p.step_seconds / 3600;
+  p.tflops_per_gpu = model_flops / p.step_seconds / p.gpus / 1e12;
+  p.mfu = p.tflops_per_gpu / peak;
+
+  // Failures: the job fails when any of its nodes does (spot adds interruptions); it
+  // checkpoints weights + optimizer state at Daly's interval and loses half an interval
+  // plus a restart per failure.
+  const Assumptions& a = hw.assume;
+  const double node_mtbf = hw.node_mtbf_hours > 0 ? hw.node_mtbf_hours : a.node_mtbf_hours;
+  const double state = m.params * (weight_bytes(m.precision) + optimizer_bytes(m.precision, m.optimizer));
+  p.ckpt_save_s = std::max(1.0, state / (a.checkpoint_write_gb_s * 1e9 * p.nodes));
+  const double mtbf_od = node_mtbf * 3600 / p.nodes;
+  const double mtbf_spot = 3600 / (p.nodes / node_mtbf + p.nodes / a.spot_interruption_hours);
+  const double t_od = daly_interval(p.ckpt_save_s, mtbf_od);
+  const double t_spot = daly_interval(p.ckpt_save_s, mtbf_spot);
+  const double f_od = failure_factor(t_od, p.ckpt_save_s, a.restart_seconds, mtbf_od);
+  const double f_spot = failure_factor(t_spot, p.ckpt_save_s, a.restart_seconds, mtbf_spot);
+  const double f = hw.spot ? f_spot : f_od;
+  p.ckpt_interval_s = hw.spot ? t_spot : t_od;
+  p.failure_overhead = f - 1;
+  p.wall_hours = p.train_hours * f;
+  p.gpu_hours = p.wall_hours * p.gpus;
+  p.cost_on_demand = p.train_hours * f_od * p.gpus * hw.on_demand_gpu_hour;
+  p.cost_spot = p.train_hours * f_spot * p.gpus * hw.spot_gpu_hour;
+  if (!std::isfinite(f)) p.fits = false;  // failures outpace progress: never choose it
+  return p;
+}
+
+}  // namespace scaleguard

@@ -1,0 +1,203 @@
+// The strategy search: the ladder single -> ddp -> zero -> pipeline -> tensor -> hybrid at a
+// given GPU count, and the choice of the GPU count itself.
+#include <algorithm>
+#include <cmath>
+
+#include "scaleguard/plan.h"
+#include "text.h"
+
+namespace scaleguard {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr Strategy kLadder[] = {Strategy::single, Strategy::ddp, Strategy::zero,
+                                Strategy::pipeline, Strategy::tensor, Strategy::hybrid};
+
+bool better(const Plan& a, const Plan& b) {  // is a better than b?
+  if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+  if (a.layout.recompute != b.layout.recompute) return a.layout.recompute < b.layout.recompute;
+  return a.layout.micro_batch > b.layout.micro_batch;
+}
+
+// The best layout of one rung at `gpus`, over tp, pp, ZeRO stage, recompute and micro-batch.
+struct RungResult {
+  bool any = false;          // some layout of this rung exists at this GPU count
+  bool fits = false;
+  Plan best;                 // fastest fitting plan (valid when fits)
+  double least_memory = 0;   // bytes, smallest need seen (for "does not fit" reasons)
+};
+
+RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int gpus, const Pins& pins) {
+  RungResult r;
+  const ModelSpec& m = w.model;
+  const int gpn = std::max(1, hw.gpus_per_node);
+  const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m);
+  std::vector<int> tps, pps;
+  const bool tensor = rung == Strategy::tensor || rung == Strategy::hybrid;
+  const bool pipeline = rung == Strategy::pipeline || rung == Strategy::hybrid;
+  if (tensor) {
+    for (int t = 2; t <= std::min(gpn, gpus); t *= 2)
+      if (gpus % t == 0 && m.heads % t == 0) tps.push_back(t);
+  } else {
+    tps.push_back(1);
+  }
+  if (pipeline) {
+    for (int p = 2; p <= std::min(gpus, m.layers); ++p)
+      if (gpus % p == 0) pps.push_back(p);
+  } else {
+    pps.push_back(1);
+  }
+  for (int tp : tps) {
+    if (pins.tp && *pins.tp != tp) continue;
+    for (int pp : pps) {
+      if (pins.pp && *pins.pp != pp) continue;
+      if (gpus % (tp * pp) != 0) continue;
+      const int dp = gpus / (tp * pp);
+      if (pins.dp && *pins.dp != dp) continue;
+      if (rung == Strategy::single && gpus != 1) continue;
+      if ((rung == Strategy::ddp || rung == Strategy::zero) && dp < 2) continue;
+      int zlo = 0, zhi = 0;
+      if (rung == Strategy::zero) zlo = 1, zhi = 3;
+      else if (tensor || pipeline) zhi = dp > 1 ? 1 : 0;  // ZeRO-1 combines with model parallelism
+      const int local = (B + dp - 1) / dp;
+      for (int zero = zlo; zero <= zhi; ++zero) {
+        if (pins.zero && *pins.zero != zero) continue;
+        for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+          if (pins.recompute && *pins.recompute != rc) continue;
+          if (!pins.recompute && m.recompute && *m.recompute != rc) continue;
+          for (int b = 1; b <= local; b *= 2) {
+            if (pins.micro_batch && *pins.micro_batch != b) continue;
+            Layout l{tp, pp, dp, zero, b, rc};
+            Plan p = evaluate(w, hw, l);
+            r.any = true;
+            const double need = p.memory.total();
+            if (r.least_memory == 0 || need < r.least_memory) r.least_memory = need;
+            if (p.fits && (!r.fits || better(p, r.best))) r.best = p, r.fits = true;
+            if (!p.fits && need > hw.gpu.memory_gib * kGiB) break;  // larger micro-batches only grow
+          }
+          if (pins.micro_batch && *pins.micro_batch > local) {  // pinned beyond the local batch
+            Plan p = evaluate(w, hw, Layout{tp, pp, dp, zero, *pins.micro_batch, rc});
+            r.any = true;
+            if (p.fits && (!r.fits || better(p, r.best))) r.best = p, r.fits = true;
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+std::string gib(double bytes) { return text::num(bytes / kGiB, 1) + " GiB"; }
+
+}  // namespace
+
+std::vector<std::string> describe_plan(const Plan& p) {
+  std::vector<std::string> out;
+  const auto& l = p.layout;
+  const auto& mem = p.memory;
+  out.push_back(text::format("layout: tp=%d pp=%d dp=%d zero=%d micro-batch=%d recompute=%s on %d GPU(s), %d node(s)",
+                             l.tp, l.pp, l.dp, l.zero, l.micro_batch, to_string(l.recompute), p.gpus, p.nodes));
+  out.push_back("memory per GPU " + gib(mem.total()) + " of " + text::num(p.gpu_memory_gib, 0) +
+                " GiB (weights " + gib(mem.weights) + ", gradients " + gib(mem.gradients) + ", optimizer " +
+                gib(mem.optimizer) + ", activations " + gib(mem.activations) + ", buffers " + gib(mem.overhead) + ")");
+  out.push_back("step " + text::num(p.step_seconds, 3) + " s: compute " + text::num(p.compute_seconds, 3) +
+                " s, exposed communication " +
+                text::num(p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds, 3) + " s (comm ratio " +
+                text::num(p.comm_ratio, 3) + "), pipeline bubble " + text::num(100 * p.bubble_fraction, 1) + "%");
+  out.push_back(text::num(p.tflops_per_gpu, 1) + " TFLOP/s per GPU (MFU " + text::num(100 * p.mfu, 1) + "%), " +
+                text::num(p.steps, 0) + " steps of " + std::to_string(p.global_batch) + " sequences");
+  out.push_back(text::num(p.wall_hours, 2) + " h wall, " + text::num(p.gpu_hours, 1) + " GPU-hours, " +
+                text::money(p.cost_on_demand) + " on-demand / " + text::money(p.cost_spot) + " spot");
+  out.push_back("checkpoint every " + text::num(p.ckpt_interval_s / 60, 1) + " min (Daly; save " +
+                text::num(p.ckpt_save_s, 1) + " s): failures add " + text::num(100 * p.failure_overhead, 2) + "%");
+  return out;
+}
+
+Result<Plan> best_plan_at(const Workload& w, const Hardware& hw, int gpus, const Pins& pins, const Goals& goals) {
+  if (gpus < 1 || gpus > goals.max_gpus)
+    return Error{text::format("%d GPUs is out of range", gpus), "", 0, "gpus",
+                 text::format("ask for 1 to %d GPUs", goals.max_gpus)};
+  std::vector<std::string> skipped;
+  RungResult fallback;
+  double least_memory = 0;
+  for (Strategy rung : kLadder) {
+    if (pins.strategy && *pins.strategy != rung) continue;
+    RungResult r = search_rung(rung, w, hw, gpus, pins);
+    if (!r.any) continue;
+    if (least_memory == 0 || (r.least_memory > 0 && r.least_memory < least_memory)) least_memory = r.least_memory;
+    if (!r.fits) {
+      skipped.push_back(std::string(to_string(rung)) + " does not fit (needs at least " + gib(r.least_memory) +
+                        " per GPU > " + text::num(hw.gpu.memory_gib, 0) + " GiB)");
+      continue;
+    }
+    if (r.best.comm_ratio <= goals.max_comm_ratio) {
+      Plan p = r.best;
+      for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
+      p.reasons.push_back(std::string("ladder: ") + to_string(rung) + " is the simplest strategy that fits" +
+                          (skipped.empty() ? "" : " after the rungs above"));
+      for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
+      return p;
+    }
+    skipped.push_back(std::string(to_string(rung)) + " fits but its comm ratio " + text::num(r.best.comm_ratio, 2) +
+                      " exceeds " + text::num(goals.max_comm_ratio, 2));
+    if (!fallback.fits) fallback = r;
+  }
+  if (fallback.fits) {
+    Plan p = fallback.best;
+    for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
+    p.reasons.push_back(std::string("ladder: no strategy keeps the comm ratio within ") +
+                        text::num(goals.max_comm_ratio, 2) + "; taking the simplest that fits, " + to_string(p.strategy));
+    for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
+    return p;
+  }
+  std::string what = pins.strategy ? std::string(to_string(*pins.strategy)) + " on " : std::string();
+  if (least_memory == 0)
+    return Error{"no " + what + text::format("layout exists on %d GPU(s)", gpus), "", 0, "gpus",
+                 "pick a GPU count the strategy can split (e.g. a multiple of the pinned tp*pp)"};
+  return Error{w.model.name + " does not fit " + what + text::format("%d GPU(s) of ", gpus) + hw.gpu.name +
+                   ": needs at least " + gib(least_memory) + " per GPU",
+               "", 0, "gpus", "ask for more GPUs, a larger GPU, or allow sharding/model parallelism"};
+}
+
+Result<Plan> choose_plan(const Workload& w, const Hardware& hw, const Pins& pins, const Goals& goals) {
+  if (pins.tp && pins.pp && pins.dp) return best_plan_at(w, hw, *pins.tp * *pins.pp * *pins.dp, pins, goals);
+  // The fewest GPUs that fit (powers of two: the ladder's layouts split cleanly).
+  Result<Plan> cur = Error{"", "", 0, "", ""};
+  int n = 1;
+  for (; n <= goals.max_gpus; n *= 2) {
+    cur = best_plan_at(w, hw, n, pins, goals);
+    if (cur) break;
+  }
+  if (!cur) return best_plan_at(w, hw, std::min(n, goals.max_gpus), pins, goals);
+  const double target = goals.deadline_hours > 0 ? goals.deadline_hours : goals.single_gpu_max_hours;
+  Plan plan = cur.value();
+  if (n == 1 && plan.gpu_hours < goals.distributed_min_gpu_hours && goals.deadline_hours <= 0) {
+    plan.reasons.push_back("stays on one GPU: " + text::num(plan.gpu_hours, 1) + " GPU-hours < " +
+                           text::num(goals.distributed_min_gpu_hours, 0) + " (distributed_min_gpu_hours)");
+    return plan;
+  }
+  // Double while the run is longer than the target and doubling still pays.
+  while (plan.wall_hours > target && n * 2 <= goals.max_gpus) {
+    auto next = best_plan_at(w, hw, n * 2, pins, goals);
+    if (!next) break;
+    const double speedup = plan.wall_hours / next.value().wall_hours;
+    if (speedup < goals.min_doubling_speedup) {
+      plan.reasons.push_back(text::format("stops at %d GPUs: doubling to %d speeds up only %.2fx < %.2g", n, n * 2,
+                                          speedup, goals.min_doubling_speedup));
+      return plan;
+    }
+    if (next.value().comm_ratio > goals.max_comm_ratio) {
+      plan.reasons.push_back(text::format("stops at %d GPUs: at %d the comm ratio %.2f exceeds %.2g", n, n * 2,
+                                          next.value().comm_ratio, goals.max_comm_ratio));
+      return plan;
+    }
+    plan = next.value();
+    n *= 2;
+  }
+  plan.reasons.push_back(plan.wall_hours <= target
+                             ? text::format("%d GPU(s) finish in %.1f h, within the %.0f h target", n, plan.wall_hours, target)
+                             : text::format("%d GPU(s): the most the goals allow (%.1f h)", n, plan.wall_hours));
+  return plan;
+}
+
+}  // namespace scaleguard

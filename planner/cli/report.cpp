@@ -1,0 +1,258 @@
+// `scaleguard report`: GPU-hours, cost and waste for a time window from Slurm accounting.
+// Runs sacct itself (execvp with an argument vector, no shell, bounded output) or reads a
+// saved `sacct --parsable2` file; prices come from the policy's partitions.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "scaleguard/decide.h"
+#include "scaleguard/policy.h"
+#include "scaleguard/report.h"
+#include "verbs.h"
+
+namespace scaleguard::cli {
+namespace {
+
+namespace po = boost::program_options;
+namespace rp = scaleguard::report;
+
+// A month of a large cluster's jobs is a few MiB; more than this means a wrong window.
+constexpr std::size_t kMaxSacctBytes = 64u << 20;
+constexpr std::size_t kMaxStderrBytes = 4096;
+
+struct Failure {
+  std::string message;
+};
+
+// Runs argv[0] from PATH and returns its stdout; stderr is kept for the error message.
+std::string run_capture(const std::vector<std::string>& args) {
+  int out[2], err[2], exec_err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC))
+    throw Failure{std::string("pipe: ") + std::strerror(errno)};
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Failure{std::string("fork: ") + std::strerror(errno)};
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    execvp(argv[0], argv.data());
+    const int e = errno;   // the parent learns why exec failed through the CLOEXEC pipe
+    (void)!write(exec_err[1], &e, sizeof e);
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  close(exec_err[1]);
+  int exec_errno = 0;
+  const bool exec_failed = read(exec_err[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  close(exec_err[0]);
+
+  std::string stdout_text, stderr_text;
+  bool too_big = false;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (auto& f : fds) {
+      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = read(f.fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        close(f.fd);
+        f.fd = -1;
+        --open_fds;
+        continue;
+      }
+      std::string& sink = f.fd == out[0] ? stdout_text : stderr_text;
+      const std::size_t cap = f.fd == out[0] ? kMaxSacctBytes : kMaxStderrBytes;
+      if (sink.size() + n > cap) {
+        if (f.fd == out[0]) too_big = true;
+        sink.append(buf, cap - sink.size());
+      } else {
+        sink.append(buf, n);
+      }
+    }
+    if (too_big) break;
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  if (too_big) kill(pid, SIGTERM);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (exec_failed) {
+    if (exec_errno == ENOENT)
+      throw Failure{args[0] + " not found in PATH: install slurm-client on this host, or save "
+                    "`sacct --parsable2 --format=" + std::string(rp::kSacctFormat) +
+                    "` output elsewhere and pass --sacct-file"};
+    throw Failure{"cannot run " + args[0] + ": " + std::strerror(exec_errno)};
+  }
+  if (too_big)
+    throw Failure{args[0] + " printed more than " + std::to_string(kMaxSacctBytes >> 20) +
+                  " MiB: narrow the window with --since/--until"};
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!stderr_text.empty() && (stderr_text.back() == '\n' || stderr_text.back() == '\r'))
+      stderr_text.pop_back();
+    const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                              : "signal " + std::to_string(WTERMSIG(status));
+    throw Failure{args[0] + " failed (" + how + ")" +
+                  (stderr_text.empty() ? std::string() : ": " + stderr_text)};
+  }
+  return stdout_text;
+}
+
+std::string read_bounded(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+  std::string text(kMaxSacctBytes + 1, '\0');
+  in.read(&text[0], static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxSacctBytes)
+    throw Failure{path + " is larger than " + std::to_string(kMaxSacctBytes >> 20) + " MiB"};
+  return text;
+}
+
+std::int64_t parse_window_time(const std::string& option, const std::string& text) {
+  auto t = rp::parse_time(text);
+  if (!t) throw Failure{"--" + option + ": " + t.error().message + " (" + t.error().hint + ")"};
+  return *t;
+}
+
+// Local wall clock as civil seconds, the same clock sacct prints.
+std::int64_t local_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return *rp::parse_time(buf);
+}
+
+std::string config_path(const std::string& given, const char* env, const char* fallback) {
+  if (!given.empty()) return given;
+  if (const char* v = std::getenv(env); v && *v) return v;
+  return fallback ? std::string(SCALEGUARD_CONFIG_DIR) + "/" + fallback : std::string();
+}
+
+int run(int argc, char** argv) {
+  po::options_description desc(
+      "scaleguard report [options]\n\n"
+      "GPU-hours, cost and wasted GPU-hours by user, account, partition and day, from\n"
+      "Slurm accounting (sacct -a -X -D --parsable2) or a saved sacct file. Rules:\n"
+      "docs/report.md\n\noptions");
+  std::string since, until, sacct_file, format = "text", output, policy_path, catalog_path;
+  desc.add_options()
+      ("help,h", "this help")
+      ("since", po::value(&since), "window start, YYYY-MM-DD[THH:MM[:SS]] local time "
+                                   "(default: yesterday 00:00 when running sacct, open with a file)")
+      ("until", po::value(&until), "window end (default: now when running sacct, open with a file)")
+      ("sacct-file", po::value(&sacct_file), "read saved `sacct --parsable2` output instead of "
+                                             "running sacct")
+      ("format", po::value(&format), "text | csv | html")
+      ("output,o", po::value(&output), "write here instead of stdout")
+      ("policy", po::value(&policy_path), "policy with the partitions' instance types "
+                                          "(default $SCALEGUARD_POLICY, else configs/policy.ini)")
+      ("catalog", po::value(&catalog_path), "price catalog overriding the policy's "
+                                            "(default $SCALEGUARD_CATALOG)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "scaleguard report: %s (see scaleguard report --help)\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (format != "text" && format != "csv" && format != "html") {
+    std::fprintf(stderr, "scaleguard report: --format: '%s' is not text, csv or html\n", format.c_str());
+    return 2;
+  }
+  try {
+    const std::int64_t since_t = since.empty() ? -1 : parse_window_time("since", since);
+    const std::int64_t until_t = until.empty() ? -1 : parse_window_time("until", until);
+    if (since_t >= 0 && until_t >= 0 && until_t <= since_t)
+      throw Failure{"--until " + until + " is not after --since " + since};
+
+    const std::string policy_file = config_path(policy_path, "SCALEGUARD_POLICY", "policy.ini");
+    auto policy = load_policy(policy_file, config_path(catalog_path, "SCALEGUARD_CATALOG", nullptr));
+    if (!policy) throw Failure{"policy: " + policy.error().str()};
+    rp::Options options = rp::options_from_policy(**policy);
+
+    std::string text, source;
+    if (!sacct_file.empty()) {
+      text = read_bounded(sacct_file);
+      source = sacct_file;
+      options.since = since_t;
+      options.until = until_t;
+    } else {
+      options.until = until_t >= 0 ? until_t : local_now();
+      options.since = since_t >= 0 ? since_t : (options.until / 86400 - 1) * 86400;
+      if (options.until <= options.since)
+        throw Failure{"--since " + rp::format_time(options.since) + " is not before the window end " +
+                      rp::format_time(options.until)};
+      // -D: every run of a requeued job; -X: allocations only (steps would double count).
+      text = run_capture({"sacct", "-a", "-X", "-D", "--parsable2",
+                          "--format=" + std::string(rp::kSacctFormat),
+                          "--starttime=" + rp::format_time(options.since),
+                          "--endtime=" + rp::format_time(options.until)});
+      source = "sacct output";
+    }
+    auto runs = rp::parse_sacct(text, source);
+    if (!runs) throw Failure{runs.error().str()};
+    const rp::Report report = rp::build_report(*runs, options);
+    if (report.total.runs == 0) {
+      const auto edge = [](std::int64_t t, const char* open) {
+        return t >= 0 ? rp::format_time(t) : std::string(open);
+      };
+      throw Failure{"no jobs between " + edge(options.since, "the beginning") + " and " +
+                    edge(options.until, "now") + " in " + source};
+    }
+    const std::string rendered = format == "csv"    ? rp::render_csv(report)
+                                 : format == "html" ? rp::render_html(report)
+                                                    : rp::render_text(report);
+    if (output.empty()) {
+      std::cout << rendered;
+      std::cout.flush();
+      if (!std::cout) throw Failure{"cannot write to stdout"};
+    } else {
+      std::ofstream out(output, std::ios::binary | std::ios::trunc);
+      out << rendered;
+      out.close();
+      if (!out) throw Failure{"cannot write " + output + ": " + std::strerror(errno)};
+    }
+    return 0;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "scaleguard report: %s\n", f.message.c_str());
+    return 1;
+  }
+}
+
+static const bool registered = register_verb(
+    {"report", "GPU-hours, cost and waste from Slurm accounting (text, CSV, HTML)", run});
+
+}  // namespace
+}  // namespace scaleguard::cli

@@ -1,0 +1,197 @@
+#include "request.h"
+
+#include <cstring>
+#include <map>
+
+#include "text.h"
+
+namespace sg_slurm {
+namespace {
+
+using scaleguard::JobRequest;
+
+constexpr size_t kMaxModel = 256;
+constexpr size_t kMaxPath = 1024;
+constexpr int kMaxIntervalMin = 7 * 24 * 60;
+
+// --- GPU request ---------------------------------------------------------------------------
+
+// Reads one TRES field into *count (0 when it names no GPU) and *type.
+bool read_gpu_field(const char* text, const char* option, int* count, std::string* type,
+                    RequestError* error) {
+  if (!text || !*text) return true;
+  size_t len = strnlen(text, kMaxValue + 1);
+  if (len > kMaxValue || has_control({text, len})) {
+    *error = {ESLURM_INVALID_GRES, std::string("scaleguard: ") + option +
+                                       ": GPU request too long or with control characters"};
+    return false;
+  }
+  auto gpus = scaleguard::parse_gpu_tres(text);
+  if (!gpus) {
+    *error = {ESLURM_INVALID_GRES, std::string("scaleguard: ") + option + "=" + preview(text) +
+                                       ": " + gpus.error().str()};
+    return false;
+  }
+  *count = gpus->count;
+  if (type->empty()) *type = gpus->type;
+  return true;
+}
+
+int from_u32(uint32_t v) {  // NO_VAL (unset) -> 0
+  return v == NO_VAL || v == INFINITE ? 0 : static_cast<int>(v > 1000000 ? 1000000 : v);
+}
+
+// --- intent --------------------------------------------------------------------------------
+
+struct Option {
+  const char* name;  // as forwarded, '-' already '_'
+  const char* flag;  // as the user typed it
+  const char* forms; // accepted forms, for the message
+};
+constexpr Option kOptions[] = {
+    {"train_model", "--train-model", "a size like 350M or 7B, a preset like llama2-7b, or layers=..,hidden=..,heads=.."},
+    {"train_tokens", "--train-tokens", "a count like 40B, 1.5T, 350M or 1e9"},
+    {"train_single_gpu_hours", "--train-single-gpu-hours", "hours like 11, 11h, 90m, 2d or 1-12:00:00"},
+    {"train_strategy", "--train-strategy", "auto, single, ddp, zero, pipeline, tensor or hybrid"},
+    {"train_deadline", "--train-deadline", "hours like 11, 11h, 90m, 2d or 1-12:00:00"},
+    {"train_ckpt_dir", "--train-ckpt-dir", "an absolute path inside the policy's checkpoint roots"},
+    {"train_ckpt_interval", "--train-ckpt-interval", "auto or whole minutes (1 to 10080)"},
+};
+
+const Option* find_option(std::string name) {
+  for (char& c : name)
+    if (c == '-') c = '_';
+  for (const auto& o : kOptions)
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+bool fail(RequestError* error, const Option& o, std::string_view value, const std::string& why) {
+  *error = {ESPANK_BAD_ARG, std::string("scaleguard: ") + o.flag + "=" + preview(value) + ": " +
+                                why + " (accepted: " + o.forms + ")"};
+  return false;
+}
+
+bool lexically_inside(const std::string& path, const std::string& root) {
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return path == r || r == "/" || (path.compare(0, r.size(), r) == 0 && path[r.size()] == '/');
+}
+
+bool check_ckpt_dir(const std::string& v, const scaleguard::Policy& policy, const Option& o,
+                    RequestError* error) {
+  if (v.size() > kMaxPath) return fail(error, o, v, "path too long");
+  if (v[0] != '/') return fail(error, o, v, "not an absolute path");
+  for (size_t b = 0; b < v.size();) {
+    size_t e = v.find('/', b);
+    if (e == std::string::npos) e = v.size();
+    if (v.compare(b, e - b, "..") == 0) return fail(error, o, v, "'..' is not allowed");
+    b = e + 1;
+  }
+  for (const auto& root : policy.checkpoint_roots)
+    if (lexically_inside(v, root)) return true;
+  std::string roots;
+  for (const auto& root : policy.checkpoint_roots) roots += (roots.empty() ? "" : ", ") + root;
+  return fail(error, o, v, "outside the allowed checkpoint roots (" + roots + ")");
+}
+
+bool apply_option(const Option& o, const std::string& v, const scaleguard::Policy& policy,
+                  JobRequest* job, RequestError* error) {
+  std::string name = o.name;
+  if (name == "train_model") {
+    if (v.size() > kMaxModel) return fail(error, o, v, "too long");
+    auto ok = scaleguard::validate_model_spec(v, policy.catalog);
+    if (!ok) return fail(error, o, v, ok.error().str());
+    job->model = v;
+  } else if (name == "train_tokens") {
+    auto n = scaleguard::parse_count(v);
+    if (!n) return fail(error, o, v, n.error().str());
+    job->tokens = *n;
+  } else if (name == "train_single_gpu_hours" || name == "train_deadline") {
+    auto h = scaleguard::parse_hours(v);
+    if (!h) return fail(error, o, v, h.error().str());
+    (name == "train_deadline" ? job->deadline_hours : job->single_gpu_hours) = *h;
+  } else if (name == "train_strategy") {
+    auto s = scaleguard::parse_strategy(v);
+    if (!s) return fail(error, o, v, s.error().str());
+    job->strategy = *s;
+  } else if (name == "train_ckpt_dir") {
+    if (!check_ckpt_dir(v, policy, o, error)) return false;
+    job->ckpt_dir = v;
+  } else if (name == "train_ckpt_interval") {
+    if (v == "auto") {
+      job->ckpt_interval_min = 0;
+    } else {
+      if (v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos)
+        return fail(error, o, v, "not a whole number of minutes");
+      int m = std::stoi(v);
+      if (m < 1 || m > kMaxIntervalMin) return fail(error, o, v, "out of range");
+      job->ckpt_interval_min = m;
+    }
+  }
+  return true;
+}
+
+// Collects our option entries from one env array into *seen; false on a bad entry.
+bool collect(char** env, uint32_t size, std::map<const Option*, std::string>* seen,
+             RequestError* error) {
+  const size_t prefix_len = strlen(kSpankOptionPrefix);
+  for (uint32_t i = 0; env && i < size && env[i]; ++i) {
+    const char* entry = env[i];
+    if (strncmp(entry, kSpankOptionPrefix, prefix_len) != 0) continue;
+    const char* name = entry + prefix_len;
+    const char* eq = static_cast<const char*>(memchr(name, '=', strnlen(name, 128)));
+    if (!eq) continue;
+    const Option* o = find_option(std::string(name, eq - name));
+    if (!o) {
+      slurm_debug("job_submit/scaleguard: ignoring unknown option entry %.64s", entry);
+      continue;
+    }
+    size_t len = strnlen(eq + 1, kMaxValue + 1);
+    std::string_view value(eq + 1, len);
+    if (len > kMaxValue) return fail(error, *o, value, "value longer than 4096 bytes");
+    if (len == 0) return fail(error, *o, value, "empty value");
+    if (has_control(value))
+      return fail(error, *o, value, "control characters (newline, tab, ...) are not allowed");
+    auto [it, inserted] = seen->emplace(o, std::string(value));
+    if (!inserted && it->second != value)
+      return fail(error, *o, value, "given twice with different values (" + preview(it->second) + ")");
+  }
+  return true;
+}
+
+// The SPANK plugin forwards options through the spank env (all submissions) and, in sbatch,
+// Slurm also exports them into the batch environment; both are read, and must agree.
+bool read_intent(const job_desc_msg_t& job, const scaleguard::Policy& policy, JobRequest* out,
+                 RequestError* error) {
+  std::map<const Option*, std::string> seen;
+  if (!collect(job.spank_job_env, job.spank_job_env_size, &seen, error) ||
+      !collect(job.environment, job.env_size, &seen, error))
+    return false;
+  for (const auto& [o, value] : seen)
+    if (!apply_option(*o, value, policy, out, error)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
+                  const scaleguard::Policy& policy, JobRequest* out, RequestError* error) {
+  JobRequest r;
+  if (!read_gpu_field(job.tres_per_job, "--gpus", &r.gpus_total, &r.gpu_type, error) ||
+      !read_gpu_field(job.tres_per_node, "--gpus-per-node/--gres", &r.gpus_per_node, &r.gpu_type, error) ||
+      !read_gpu_field(job.tres_per_task, "--gpus-per-task", &r.gpus_per_task, &r.gpu_type, error) ||
+      !read_gpu_field(job.tres_per_socket, "--gpus-per-socket", &r.gpus_per_socket, &r.gpu_type, error))
+    return false;
+  r.nodes_min = from_u32(job.min_nodes);
+  r.nodes_max = from_u32(job.max_nodes);
+  r.ntasks = from_u32(job.num_tasks);
+  r.time_limit_min = job.time_limit == INFINITE ? -1 : from_u32(job.time_limit);
+  if (job.partition) r.partition = one_line(job.partition, 256);
+  r.user = "uid " + std::to_string(job.user_id != NO_VAL ? job.user_id : submit_uid);
+  if (!read_intent(job, policy, &r, error)) return false;
+  *out = std::move(r);
+  return true;
+}
+
+}  // namespace sg_slurm

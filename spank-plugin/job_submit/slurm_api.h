@@ -1,0 +1,38 @@
+// The Slurm C API job_submit/scaleguard uses: the public headers plus the few libslurmfull
+// functions they do not declare (logging and Slurm's allocator). They resolve when slurmctld
+// loads the plugin. Everything slurmctld later frees (err_msg, comment, partition, TRES
+// strings, environment arrays) must come from these allocators, never from malloc or new.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+// job_record_t is opaque to plugins built against the public headers.
+typedef struct job_record job_record_t;
+
+char* slurm_xstrdup(const char* str);
+void* slurm_xrecalloc(void** item, size_t count, size_t size, bool clear, bool try_,
+                      const char* file, int line, const char* func);
+void slurm_xfree(void** item);
+void slurm_info(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void slurm_error(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void slurm_debug(const char* format, ...) __attribute__((format(printf, 1, 2)));
+extern slurm_conf_t slurm_conf;   // slurm_conf.slurm_conf: path of slurm.conf
+}
+
+namespace sg_slurm {
+
+// A Slurm-owned copy of `text` (for fields slurmctld frees).
+inline char* xstr(const std::string& text) { return slurm_xstrdup(text.c_str()); }
+
+// Replaces a Slurm-owned string field with a copy of `text`.
+inline void replace(char** field, const std::string& text) {
+  slurm_xfree(reinterpret_cast<void**>(field));
+  *field = xstr(text);
+}
+
+}  // namespace sg_slurm

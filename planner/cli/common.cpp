@@ -1,0 +1,181 @@
+#include "common.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace scaleguard::cli {
+
+namespace {
+std::string config_path(const po::variables_map& vm, const char* option, const char* env, const char* file) {
+  if (vm.count(option)) return vm[option].as<std::string>();
+  if (const char* e = std::getenv(env); e && *e) return e;
+  return std::string(SCALEGUARD_CONFIG_DIR) + "/" + file;
+}
+}  // namespace
+
+std::string policy_path(const po::variables_map& vm) {
+  return config_path(vm, "policy", "SCALEGUARD_POLICY", "policy.ini");
+}
+std::string catalog_path(const po::variables_map& vm) {
+  return config_path(vm, "catalog", "SCALEGUARD_CATALOG", "catalog.ini");
+}
+
+std::optional<int> parse_args(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
+                              const char* usage) {
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    if (vm.count("help")) {
+      std::cout << usage << "\n\n" << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "scaleguard %s: %s\n%s (see --help)\n", argv[0], e.what(), usage);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+void print_error(const char* verb, const Error& e) { std::fprintf(stderr, "scaleguard %s: %s\n", verb, e.str().c_str()); }
+
+std::optional<int> int_option(const po::variables_map& vm, const char* name, int lo, int hi) {
+  const std::string text = vm[name].as<std::string>();
+  auto v = parse_count(text);
+  if (!v || v.value() != std::floor(v.value()) || v.value() < lo || v.value() > hi) {
+    std::fprintf(stderr, "scaleguard: --%s=%s: expected a whole number from %d to %d\n", name, text.c_str(), lo, hi);
+    return std::nullopt;
+  }
+  return static_cast<int>(v.value());
+}
+
+void add_workload_options(po::options_description& desc) {
+  desc.add_options()
+      ("model", po::value<std::string>()->required(), "model spec: 350M, 7B, llama2-7b, layers=..,hidden=..,heads=..")
+      ("tokens", po::value<std::string>(), "training tokens, e.g. 40B")
+      ("single-gpu-hours", po::value<std::string>(), "or: hours the run takes on one GPU, e.g. 11h, 2w")
+      ("gpu-type", po::value<std::string>(), "GPU type from the catalog, e.g. A100-80GB")
+      ("instance", po::value<std::string>(), "instance type from the catalog, e.g. p4d.24xlarge")
+      ("gpus", po::value<std::string>(), "GPU count (default: the planner chooses)")
+      ("gpus-per-node", po::value<std::string>(), "GPUs per node (default: the instance's)")
+      ("global-batch", po::value<std::string>(), "sequences per optimizer step (default: by model size)")
+      ("seq", po::value<std::string>(), "sequence length (default: the model's)")
+      ("precision", po::value<std::string>(), "fp32, fp16 or bf16 (default bf16)")
+      ("optimizer", po::value<std::string>(), "adam or sgd (default adam)")
+      ("tp", po::value<std::string>(), "pin tensor-parallel degree")
+      ("pp", po::value<std::string>(), "pin pipeline-parallel degree")
+      ("dp", po::value<std::string>(), "pin data-parallel degree")
+      ("zero", po::value<std::string>(), "pin ZeRO stage 0-3")
+      ("micro-batch", po::value<std::string>(), "pin micro-batch size (sequences)")
+      ("recompute", po::value<std::string>(), "pin activation recompute: none, selective, full")
+      ("strategy", po::value<std::string>(), "pin the strategy: single, ddp, zero, pipeline, tensor, hybrid")
+      ("deadline", po::value<std::string>(), "wall hours you can wait (the planner adds GPUs to meet it)")
+      ("mtbf-hours", po::value<std::string>(), "node MTBF (default: the catalog's)")
+      ("spot", "price and plan for spot capacity")
+      ("catalog", po::value<std::string>(), "catalog file (default $SCALEGUARD_CATALOG or configs/catalog.ini)")
+      ("json", "machine-readable output");
+}
+
+std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& vm) {
+  PlanSetup s;
+  auto cat = load_catalog(catalog_path(vm));
+  if (!cat) return print_error(verb, cat.error()), std::nullopt;
+  s.catalog = std::move(cat).value();
+  auto model = parse_model_spec(vm["model"].as<std::string>(), s.catalog);
+  if (!model) return print_error(verb, model.error()), std::nullopt;
+  s.workload.model = model.value();
+  auto text_opt = [&](const char* k) { return vm.count(k) ? vm[k].as<std::string>() : std::string(); };
+  if (vm.count("precision")) {
+    auto p = parse_precision(text_opt("precision"));
+    if (!p) return print_error(verb, p.error()), std::nullopt;
+    s.workload.model.precision = p.value();
+  }
+  if (vm.count("optimizer")) {
+    auto o = parse_optimizer(text_opt("optimizer"));
+    if (!o) return print_error(verb, o.error()), std::nullopt;
+    s.workload.model.optimizer = o.value();
+  }
+  if (vm.count("seq")) {
+    auto v = int_option(vm, "seq", 16, 1 << 20);
+    if (!v) return std::nullopt;
+    s.workload.model.seq = *v;
+  }
+  auto gpn = vm.count("gpus-per-node") ? int_option(vm, "gpus-per-node", 1, 64) : std::optional<int>(0);
+  if (!gpn) return std::nullopt;
+  auto hw = hardware_for(s.catalog, text_opt("gpu-type"), text_opt("instance"), *gpn);
+  if (!hw) return print_error(verb, hw.error()), std::nullopt;
+  s.hardware = hw.value();
+  s.hardware.spot = vm.count("spot") > 0;
+  if (vm.count("mtbf-hours")) {
+    auto h = parse_hours(text_opt("mtbf-hours"));
+    if (!h) return print_error(verb, Error{h.error().message, "", 0, "--mtbf-hours", h.error().hint}), std::nullopt;
+    s.hardware.node_mtbf_hours = h.value();
+  }
+  if (vm.count("global-batch")) {
+    auto v = int_option(vm, "global-batch", 1, 1 << 24);
+    if (!v) return std::nullopt;
+    s.workload.global_batch = *v;
+  }
+  if (vm.count("gpus")) {
+    auto v = int_option(vm, "gpus", 1, s.goals.max_gpus);
+    if (!v) return std::nullopt;
+    s.gpus = *v;
+  }
+  for (auto [name, slot, hi] : {std::tuple{"tp", &s.pins.tp, 64}, std::tuple{"pp", &s.pins.pp, 1000},
+                                std::tuple{"dp", &s.pins.dp, 65536}, std::tuple{"micro-batch", &s.pins.micro_batch, 1 << 16}}) {
+    if (!vm.count(name)) continue;
+    auto v = int_option(vm, name, 1, hi);
+    if (!v) return std::nullopt;
+    *slot = *v;
+  }
+  if (vm.count("zero")) {
+    const std::string z = text_opt("zero");
+    if (z != "0" && z != "1" && z != "2" && z != "3")
+      return print_error(verb, Error{"--zero=" + z + " is not a ZeRO stage", "", 0, "", "0, 1, 2 or 3"}), std::nullopt;
+    s.pins.zero = z[0] - '0';
+  }
+  if (vm.count("recompute")) {
+    auto r = parse_recompute(text_opt("recompute"));
+    if (!r) return print_error(verb, r.error()), std::nullopt;
+    s.pins.recompute = r.value();
+  }
+  if (vm.count("strategy")) {
+    auto st = parse_strategy(text_opt("strategy"));
+    if (!st) return print_error(verb, st.error()), std::nullopt;
+    if (st.value() != "auto") s.pins.strategy = strategy_from_string(st.value()).value();
+  }
+  if (vm.count("deadline")) {
+    auto h = parse_hours(text_opt("deadline"));
+    if (!h) return print_error(verb, Error{h.error().message, "", 0, "--deadline", h.error().hint}), std::nullopt;
+    s.goals.deadline_hours = h.value();
+  }
+  if (vm.count("tokens") && vm.count("single-gpu-hours"))
+    return print_error(verb, Error{"give --tokens or --single-gpu-hours, not both", "", 0, "", ""}), std::nullopt;
+  if (vm.count("tokens")) {
+    auto t = parse_count(text_opt("tokens"));
+    if (!t) return print_error(verb, Error{t.error().message, "", 0, "--tokens", t.error().hint}), std::nullopt;
+    s.workload.tokens = t.value();
+  } else if (vm.count("single-gpu-hours")) {
+    auto h = parse_hours(text_opt("single-gpu-hours"));
+    if (!h) return print_error(verb, Error{h.error().message, "", 0, "--single-gpu-hours", h.error().hint}), std::nullopt;
+    // Scale tokens so the one-GPU plan (whatever recompute it needs) takes exactly that long.
+    auto one = best_plan_at(Workload{s.workload.model, 1e9, s.workload.global_batch}, s.hardware, 1, Pins{}, s.goals);
+    s.workload.tokens = one ? 1e9 * h.value() / one.value().train_hours
+                            : tokens_for_single_gpu_hours(s.workload.model, s.hardware.gpu, h.value());
+  } else {
+    return print_error(verb, Error{"how much training? give --tokens or --single-gpu-hours", "", 0, "", ""}),
+           std::nullopt;
+  }
+  if (s.pins.tp && s.pins.pp && s.pins.dp) {
+    const long long n = 1LL * *s.pins.tp * *s.pins.pp * *s.pins.dp;
+    if (s.gpus > 0 && n != s.gpus)
+      return print_error(verb, Error{"--tp x --pp x --dp != --gpus", "", 0, "", "make them agree or drop --gpus"}),
+             std::nullopt;
+    if (n > s.goals.max_gpus) return print_error(verb, Error{"tp x pp x dp is too large", "", 0, "", ""}), std::nullopt;
+    s.gpus = static_cast<int>(n);
+  }
+  return s;
+}
+
+}  // namespace scaleguard::cli

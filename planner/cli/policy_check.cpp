@@ -1,0 +1,50 @@
+// `scaleguard policy check FILE`: validates a policy (and its catalog), prints the effective
+// policy; any error names file, line, key and a fix, and the exit code is 1.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "common.h"
+#include "verbs.h"
+
+namespace scaleguard::cli {
+namespace {
+
+int run(int argc, char** argv) {
+  const char* usage = "usage: scaleguard policy check [FILE] [--catalog FILE]";
+  po::options_description desc("scaleguard policy options");
+  desc.add_options()("help,h", "this help")
+      ("catalog", po::value<std::string>(), "catalog file (default: the policy's `catalog =`)")
+      ("action", po::value<std::string>(), "check")
+      ("file", po::value<std::string>(), "policy file (default $SCALEGUARD_POLICY or configs/policy.ini)");
+  po::positional_options_description pos;
+  pos.add("action", 1).add("file", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "scaleguard policy: %s\n%s\n", e.what(), usage);
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << usage << "\n\n" << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("action") || vm["action"].as<std::string>() != "check") {
+    std::fprintf(stderr, "%s\n", usage);
+    return 2;
+  }
+  std::string path = vm.count("file") ? vm["file"].as<std::string>() : policy_path(vm);
+  auto policy = load_policy(path, vm.count("catalog") ? vm["catalog"].as<std::string>() : "");
+  if (!policy) {
+    print_error("policy check", policy.error());
+    return 1;
+  }
+  std::cout << describe(*policy.value()) << "\nOK\n";
+  return 0;
+}
+
+const bool registered = register_verb({"policy", "check a policy file and print the effective policy", run});
+
+}  // namespace
+}  // namespace scaleguard::cli

@@ -1,0 +1,244 @@
+#include "config.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace scaleguard::run {
+namespace {
+
+po::options_description train_options(Config& c) {
+  po::options_description model("Model");
+  model.add_options()
+    ("model", po::value(&c.model)->default_value(c.model), "mlp | gpt")
+    ("vocab-size", po::value(&c.vocab_size)->default_value(c.vocab_size), "token vocabulary (256 = bytes)")
+    ("seq-len", po::value(&c.seq_len)->default_value(c.seq_len), "context length T")
+    ("n-layer", po::value(&c.n_layer)->default_value(c.n_layer), "GPT blocks")
+    ("n-head", po::value(&c.n_head)->default_value(c.n_head), "GPT attention heads")
+    ("n-embd", po::value(&c.n_embd)->default_value(c.n_embd), "embedding width C")
+    ("hidden", po::value(&c.hidden)->default_value(c.hidden), "MLP hidden width")
+    ("untied-head", po::value(&c.untied_head)->default_value(c.untied_head)->implicit_value(true),
+     "GPT: own output head instead of the token embedding");
+  po::options_description data("Data");
+  data.add_options()
+    ("data", po::value(&c.data)->default_value(c.data), "token file from `scaleguard-run prep`")
+    ("synthetic", po::value(&c.synthetic)->default_value(c.synthetic),
+     "train on this many random tokens (from --seed) instead of --data");
+  po::options_description optim("Optimisation");
+  optim.add_options()
+    ("steps", po::value(&c.steps)->default_value(c.steps), "optimizer steps")
+    ("global-batch", po::value(&c.global_batch)->default_value(c.global_batch), "samples per step, all ranks")
+    ("micro-batch", po::value(&c.micro_batch)->default_value(c.micro_batch),
+     "samples per rank per forward (0 = global-batch / dp; smaller = gradient accumulation)")
+    ("seed", po::value(&c.seed)->default_value(c.seed), "initialisation and sampling seed")
+    ("lr", po::value(&c.lr)->default_value(c.lr), "peak learning rate")
+    ("min-lr-ratio", po::value(&c.min_lr_ratio)->default_value(c.min_lr_ratio), "cosine floor as a fraction of lr")
+    ("warmup", po::value(&c.warmup)->default_value(c.warmup), "linear warm-up steps")
+    ("weight-decay", po::value(&c.weight_decay)->default_value(c.weight_decay), "AdamW decay (matrices only)")
+    ("beta1", po::value(&c.beta1)->default_value(c.beta1), "AdamW beta1")
+    ("beta2", po::value(&c.beta2)->default_value(c.beta2), "AdamW beta2")
+    ("eps", po::value(&c.eps)->default_value(c.eps), "AdamW epsilon")
+    ("grad-clip", po::value(&c.grad_clip)->default_value(c.grad_clip), "clip the global gradient norm (0 = off)");
+  po::options_description par("Parallelism (normally from the plan: SCALEGUARD_STRATEGY, _TP, _PP, _DP, ...)");
+  par.add_options()
+    ("strategy", po::value(&c.strategy)->default_value(c.strategy), "auto | single | ddp")
+    ("tp", po::value(&c.tp)->default_value(c.tp), "tensor-parallel degree")
+    ("pp", po::value(&c.pp)->default_value(c.pp), "pipeline-parallel degree")
+    ("dp", po::value(&c.dp)->default_value(c.dp), "data-parallel degree (0 = world / (tp*pp))")
+    ("zero", po::value(&c.zero)->default_value(c.zero), "ZeRO stage")
+    ("bucket-mb", po::value(&c.bucket_mb)->default_value(c.bucket_mb), "gradient bucket size, MB (0 = per parameter)")
+    ("no-overlap", po::value(&c.no_overlap)->default_value(c.no_overlap)->implicit_value(true),
+     "all-reduce after backward instead of from autograd hooks");
+  po::options_description run("Run time and output");
+  run.add_options()
+    ("device", po::value(&c.device)->default_value(c.device), "auto | cpu | cuda")
+    ("threads", po::value(&c.threads)->default_value(c.threads), "torch threads per rank (0 = cores / local ranks)")
+    ("startup-timeout", po::value(&c.startup_timeout)->default_value(c.startup_timeout),
+     "seconds the first collectives may take before every rank aborts")
+    ("log-every", po::value(&c.log_every)->default_value(c.log_every), "progress and metrics interval, steps")
+    ("metrics", po::value(&c.metrics)->default_value(c.metrics), "JSON-lines metrics file (rank 0)")
+    ("quiet", po::value(&c.quiet)->default_value(c.quiet)->implicit_value(true), "no progress line")
+    ("dump-params", po::value(&c.dump_params)->default_value(c.dump_params),
+     "rank 0 writes every parameter (name order, float32) to this file at the end")
+    ("sample-log", po::value(&c.sample_log)->default_value(c.sample_log),
+     "each rank writes the sample ids it trains on to FILE.rank<N>");
+  po::options_description all;
+  all.add(model).add(data).add(optim).add(par).add(run);
+  return all;
+}
+
+std::string value_text(const boost::any& v) {
+  std::ostringstream s;
+  if (auto* p = boost::any_cast<std::string>(&v)) return *p;
+  if (auto* p = boost::any_cast<int64_t>(&v)) s << *p;
+  else if (auto* p = boost::any_cast<uint64_t>(&v)) s << *p;
+  else if (auto* p = boost::any_cast<bool>(&v)) s << (*p ? "true" : "false");
+  else if (auto* p = boost::any_cast<double>(&v)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", *p);  // exact: the text is hashed across ranks
+    s << buf;
+  }
+  return s.str();
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(const po::options_description& desc, const std::string& key) {
+  std::string best;
+  size_t best_d = 3;  // suggest only close names
+  for (const auto& o : desc.options()) {
+    size_t d = edit_distance(key, o->long_name());
+    if (d < best_d) best_d = d, best = o->long_name();
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+// The 1-based line of `key = ...` in an INI file, 0 when not found.
+int line_of(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    auto start = line.find_first_not_of(" \t");
+    if (start != std::string::npos && line.compare(start, key.size(), key) == 0) return n;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string Config::effective_text() const {
+  std::string out;
+  for (const auto& [k, v] : effective) out += k + "=" + v + "\n";
+  return out;
+}
+
+uint64_t Config::hash() const {
+  std::string text = effective_text();
+  return XXH3_64bits(text.data(), text.size());
+}
+
+bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
+  po::options_description desc = train_options(cfg);
+  std::string config_file;
+  po::options_description generic("General");
+  generic.add_options()("help,h", "this help")(
+      "config", po::value(&config_file), "INI file with the keys below (key = value)");
+  po::options_description cli;
+  cli.add(generic).add(desc);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(cli).run(), vm);
+  } catch (const po::error& e) {
+    throw RunError(std::string("command line: ") + e.what() + "; see `scaleguard-run train --help`");
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: scaleguard-run train [--config FILE.ini] [options]\n"
+                 "Precedence: command line > SCALEGUARD_<KEY> environment (e.g. SCALEGUARD_DP,\n"
+                 "SCALEGUARD_MICRO_BATCH) > config file > defaults.\n"
+              << cli << "\n";
+    return false;
+  }
+  // SCALEGUARD_MICRO_BATCH -> micro-batch; variables that name no option are not ours
+  // (SCALEGUARD_DEV_DIR, SCALEGUARD_GPUS, ...) and are skipped.
+  auto env_name = [&desc](const std::string& var) -> std::string {
+    const std::string prefix = "SCALEGUARD_";
+    if (var.compare(0, prefix.size(), prefix) != 0) return "";
+    std::string name = var.substr(prefix.size());
+    for (char& ch : name) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(ch));
+    return desc.find_nothrow(name, false) ? name : "";
+  };
+  try {
+    po::store(po::parse_environment(desc, env_name), vm);
+  } catch (const po::error& e) {
+    throw RunError(std::string("SCALEGUARD_* environment: ") + e.what());
+  }
+  if (vm.count("config")) {
+    config_file = vm["config"].as<std::string>();
+    std::ifstream in(config_file);
+    if (!in) throw RunError("cannot read config file '" + config_file + "'");
+    try {
+      po::store(po::parse_config_file(in, desc, /*allow_unregistered=*/false), vm);
+    } catch (const po::unknown_option& e) {
+      std::string key = e.get_option_name();
+      int line = line_of(config_file, key);
+      throw RunError(config_file + (line ? ":" + std::to_string(line) : "") + ": unknown key '" + key +
+                     "'" + did_you_mean(desc, key) + "; keys are listed by `scaleguard-run train --help`");
+    } catch (const po::error& e) {
+      throw RunError(config_file + ": " + e.what());
+    }
+  }
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw RunError(e.what());
+  }
+  for (const auto& [key, value] : vm)
+    if (key != "help") cfg.effective[key] = value_text(value.value());
+
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw RunError("invalid configuration: " + what);
+  };
+  require(cfg.model == "mlp" || cfg.model == "gpt", "model must be mlp or gpt, not '" + cfg.model + "'");
+  require(cfg.vocab_size > 0 && cfg.seq_len > 0 && cfg.n_layer > 0 && cfg.n_head > 0 && cfg.n_embd > 0 &&
+              cfg.hidden > 0,
+          "model sizes (vocab-size, seq-len, n-layer, n-head, n-embd, hidden) must be positive");
+  require(cfg.n_embd % cfg.n_head == 0, "n-embd must be a multiple of n-head");
+  require(cfg.steps > 0 && cfg.global_batch > 0 && cfg.micro_batch >= 0, "steps and global-batch must be positive");
+  require(cfg.lr > 0 && cfg.warmup >= 0 && cfg.grad_clip >= 0 && cfg.bucket_mb >= 0 && cfg.log_every > 0,
+          "lr > 0, warmup >= 0, grad-clip >= 0, bucket-mb >= 0, log-every > 0");
+  require(cfg.device == "auto" || cfg.device == "cpu" || cfg.device == "cuda", "device must be auto, cpu or cuda");
+  require(cfg.threads >= 0 && cfg.startup_timeout > 0, "threads >= 0 and startup-timeout > 0");
+  require(cfg.data.empty() != (cfg.synthetic == 0),
+          "give exactly one of --data TOKENS.bin (from `scaleguard-run prep`) or --synthetic N");
+  return true;
+}
+
+void check_against_world(Config& cfg, int world) {
+  const std::string& s = cfg.strategy;
+  if (s == "zero" || s == "pipeline" || s == "tensor" || s == "hybrid" || cfg.tp != 1 || cfg.pp != 1 ||
+      cfg.zero != 0)
+    throw RunError("the plan asks for strategy=" + s + " tp=" + std::to_string(cfg.tp) + " pp=" +
+                   std::to_string(cfg.pp) + " zero=" + std::to_string(cfg.zero) +
+                   ", but this scaleguard-run implements only single and ddp (data parallel)");
+  if (s != "auto" && s != "single" && s != "ddp")
+    throw RunError("unknown strategy '" + s + "' (auto | single | ddp)");
+  if (s == "single" && world != 1)
+    throw RunError("strategy=single but " + std::to_string(world) + " ranks were launched");
+  if (cfg.dp == 0) cfg.dp = world;
+  if (cfg.dp != world)
+    throw RunError("the plan says dp=" + std::to_string(cfg.dp) + " (tp=1, pp=1) = " + std::to_string(cfg.dp) +
+                   " ranks, but " + std::to_string(world) +
+                   " were launched; launch dp ranks or fix --dp / SCALEGUARD_DP");
+  if (cfg.global_batch % cfg.dp != 0)
+    throw RunError("global-batch " + std::to_string(cfg.global_batch) + " is not divisible by dp=" +
+                   std::to_string(cfg.dp));
+  int64_t per_rank = cfg.global_batch / cfg.dp;
+  if (cfg.micro_batch == 0) cfg.micro_batch = per_rank;
+  if (per_rank % cfg.micro_batch != 0)
+    throw RunError("micro-batch " + std::to_string(cfg.micro_batch) + " does not divide the per-rank batch " +
+                   std::to_string(per_rank) + " (global-batch / dp)");
+}
+
+}  // namespace scaleguard::run

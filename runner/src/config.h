@@ -1,0 +1,76 @@
+// The effective training configuration of one rank.
+// Precedence: command line > SCALEGUARD_* environment (the plan the SPANK plugin exports)
+// > --config FILE.ini > defaults. Unknown keys in the file are errors.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace scaleguard::run {
+
+// Every error the runner reports to the user; main() prints what() and exits non-zero.
+struct RunError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  // model
+  std::string model = "gpt";       // mlp | gpt
+  int64_t vocab_size = 256;        // byte-level tokens
+  int64_t seq_len = 64;            // T: context length (GPT) / window (MLP)
+  int64_t n_layer = 2;             // GPT blocks
+  int64_t n_head = 4;
+  int64_t n_embd = 64;             // C
+  int64_t hidden = 512;            // MLP hidden width
+  bool untied_head = false;        // GPT: separate output head instead of wte^T
+  // data
+  std::string data;                // token file from `scaleguard-run prep`
+  int64_t synthetic = 0;           // >0: use this many random tokens instead of --data
+  // optimisation
+  int64_t steps = 100;
+  int64_t global_batch = 32;       // B: samples per optimizer step over all ranks
+  int64_t micro_batch = 0;         // per rank per forward; 0 = global_batch / dp
+  uint64_t seed = 1337;
+  double lr = 1e-3;
+  double min_lr_ratio = 0.1;       // cosine decays to lr * this
+  int64_t warmup = 10;             // linear warm-up steps
+  double weight_decay = 0.1;       // applied to matrices and embeddings only
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;          // global norm; 0 = off
+  // parallelism (the plan)
+  std::string strategy = "auto";   // auto | single | ddp (others: later issues)
+  int64_t tp = 1, pp = 1;
+  int64_t dp = 0;                  // 0 = world / (tp * pp)
+  int64_t zero = 0;
+  double bucket_mb = 25;           // 0 = one bucket per parameter (unbucketed)
+  bool no_overlap = false;         // all-reduce after backward instead of from hooks
+  // runtime
+  std::string device = "auto";     // auto | cpu | cuda
+  int64_t threads = 0;             // torch threads per rank; 0 = cores / local ranks
+  double startup_timeout = 60;     // seconds for the first collectives before MPI_Abort
+  // output
+  int64_t log_every = 10;
+  std::string metrics;             // JSON lines, rank 0
+  bool quiet = false;              // no progress line
+  std::string dump_params;         // rank 0 writes all parameters (name order) at the end
+  std::string sample_log;          // every rank appends the sample ids it trains on
+
+  // key=value lines, sorted by key: what rank 0 prints and what ranks hash and compare.
+  std::map<std::string, std::string> effective;
+  std::string effective_text() const;
+  uint64_t hash() const;
+};
+
+// Parses `train` arguments (argv after the verb). Throws RunError with a clear message;
+// returns false (and prints usage to stdout) for --help.
+bool parse_train_args(const std::vector<std::string>& args, Config& cfg);
+
+// Checks the configuration against the launched world (strategy, dp*tp*pp == world,
+// batch divisibility). Throws RunError.
+void check_against_world(Config& cfg, int world);
+
+}  // namespace scaleguard::run

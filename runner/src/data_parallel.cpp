@@ -1,0 +1,151 @@
+#include "data_parallel.h"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "config.h"
+
+namespace scaleguard::run {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+FlatLayout::FlatLayout(torch::nn::Module& model, int64_t bucket_bytes) {
+  auto named = model.named_parameters();
+  if (named.is_empty()) throw RunError("model has no parameters");
+  at::TensorOptions opts = named[0].value().options();
+  // Reverse registration order ~ the order backward finishes gradients.
+  std::vector<size_t> order(named.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+
+  std::vector<std::vector<size_t>> groups;  // indices into `named`
+  int64_t bytes = 0;
+  for (size_t i : order) {
+    const at::Tensor& p = named[i].value();
+    if (p.scalar_type() != opts.dtype().toScalarType() || p.device() != opts.device())
+      throw RunError("all parameters must share one dtype and device (" + named[i].key() + " differs)");
+    int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    if (groups.empty() || bucket_bytes == 0 || bytes >= bucket_bytes) groups.emplace_back(), bytes = 0;
+    groups.back().push_back(i);
+    bytes += size;
+  }
+
+  torch::NoGradGuard no_grad;
+  std::vector<FlatParam> unsorted;
+  for (size_t b = 0; b < groups.size(); ++b) {
+    int64_t n = 0;
+    for (size_t i : groups[b]) n += named[i].value().numel();
+    Bucket bucket{at::empty({n}, opts), at::zeros({n}, opts)};
+    int64_t off = 0;
+    for (size_t i : groups[b]) {
+      at::Tensor p = named[i].value();
+      int64_t k = p.numel();
+      at::Tensor pview = bucket.params.narrow(0, off, k).view(p.sizes());
+      pview.copy_(p);
+      p.set_data(pview);  // the parameter now lives in the bucket
+      p.mutable_grad() = bucket.grads.narrow(0, off, k).view(p.sizes());
+      unsorted.push_back({named[i].key(), p, b, off, k, p.dim() >= 2});
+      off += k;
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+  std::sort(unsorted.begin(), unsorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  params_ = std::move(unsorted);
+  members_.resize(buckets_.size());
+  for (size_t i = 0; i < params_.size(); ++i) members_[params_[i].bucket].push_back(i);
+}
+
+void FlatLayout::zero_grad() {
+  for (auto& b : buckets_) b.grads.zero_();
+}
+
+// Runs after AccumulateGrad has added this step's gradient into the bucket view.
+struct DataParallel::ReadyHook : torch::autograd::FunctionPostHook {
+  ReadyHook(DataParallel* dp, size_t index) : dp_(dp), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    dp_->on_ready(index_);
+    return outputs;
+  }
+  DataParallel* dp_;
+  size_t index_;
+};
+
+DataParallel::DataParallel(FlatLayout& layout, Communicator& group, bool overlap)
+    : layout_(layout), group_(group), overlap_(overlap), pending_(layout.buckets().size()),
+      work_(layout.buckets().size()) {
+  const auto& params = layout_.params();
+  bucket_of_.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    bucket_of_[i] = params[i].bucket;
+    if (!overlap_ || group_.size() == 1) continue;
+    auto acc = torch::autograd::impl::grad_accumulator(params[i].param);
+    acc->add_post_hook(std::make_unique<ReadyHook>(this, i));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+DataParallel::~DataParallel() {
+  for (auto& w : work_)
+    if (w) w->wait();  // MPI must not write into freed buckets
+}
+
+void DataParallel::begin_backward(bool sync) {
+  sync_ = sync;
+  if (!sync) return;
+  for (size_t b = 0; b < pending_.size(); ++b) pending_[b] = static_cast<int>(layout_.members(b).size());
+  next_launch_ = 0;
+}
+
+void DataParallel::on_ready(size_t param_index) {
+  if (!sync_) return;
+  double t0 = now_s();
+  if (--pending_[bucket_of_[param_index]] == 0) launch_ready_prefix();
+  // Open MPI progresses non-blocking collectives only inside MPI calls: poke the ones in
+  // flight so they advance while backward keeps computing.
+  for (size_t b = 0; b < next_launch_; ++b)
+    if (work_[b] && work_[b]->test()) work_[b].reset();
+  comm_s_ += now_s() - t0;
+}
+
+void DataParallel::launch_ready_prefix() {
+  while (next_launch_ < pending_.size() && pending_[next_launch_] == 0) launch(next_launch_++);
+}
+
+void DataParallel::launch(size_t b) {
+  work_[b] = group_.all_reduce(layout_.buckets()[b].grads, ReduceOp::kSum);
+}
+
+void DataParallel::finish() {
+  if (group_.size() == 1) return;
+  double t0 = now_s();
+  // Buckets whose hooks never fired (parameters unused this step) still hold valid (zero)
+  // gradients and must be summed so every rank issues the same collectives.
+  while (next_launch_ < pending_.size()) launch(next_launch_++);
+  for (auto& w : work_)
+    if (w) w->wait(), w.reset();
+  sync_ = false;
+  comm_s_ += now_s() - t0;
+}
+
+double DataParallel::take_comm_seconds() {
+  double s = comm_s_;
+  comm_s_ = 0;
+  return s;
+}
+
+void DataParallel::broadcast_parameters() {
+  if (group_.size() == 1) return;
+  for (const auto& b : layout_.buckets()) group_.broadcast(b.params, 0)->wait();
+}
+
+}  // namespace scaleguard::run

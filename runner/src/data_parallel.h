@@ -1,0 +1,90 @@
+// Flat parameter/gradient buckets and data-parallel gradient synchronisation.
+//
+// FlatLayout moves every parameter into a few flat buffers ("buckets") and makes both
+// the parameter and its .grad views into them: autograd accumulates straight into the
+// bucket (no copy before the all-reduce) and the optimizer runs on whole buckets.
+// Buckets follow the reverse registration order, roughly the order backward produces
+// gradients in, so early buckets are ready early.
+//
+// DataParallel sums the buckets over the data-parallel group. The trainer pre-divides
+// the loss by (micro-batches x dp ranks), so the sum is the average of the global
+// batch: the same arithmetic as one rank accumulating the same micro-batches.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm.h"
+
+namespace torch::autograd { struct Node; }
+
+namespace scaleguard::run {
+
+struct FlatParam {
+  std::string name;       // full name, e.g. "blocks.0.attn.qkv.weight"
+  at::Tensor param;       // view into Bucket::params
+  size_t bucket = 0;
+  int64_t offset = 0;     // element offset inside the bucket
+  int64_t numel = 0;
+  bool decay = false;     // weight decay applies (matrices and embeddings)
+};
+
+struct Bucket {
+  at::Tensor params;  // (n) float
+  at::Tensor grads;   // (n) float; one all-reduce message
+};
+
+class FlatLayout {
+ public:
+  // bucket_bytes 0: one bucket per parameter (unbucketed).
+  FlatLayout(torch::nn::Module& model, int64_t bucket_bytes);
+  void zero_grad();  // the optimizer's zero_grad cannot touch views: zero the buckets
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Sorted by name.
+  const std::vector<FlatParam>& params() const { return params_; }
+  // Index into params() of every parameter in bucket b.
+  const std::vector<size_t>& members(size_t b) const { return members_[b]; }
+
+ private:
+  std::vector<Bucket> buckets_;
+  std::vector<FlatParam> params_;
+  std::vector<std::vector<size_t>> members_;
+};
+
+class DataParallel {
+ public:
+  // overlap: all-reduce each bucket from an autograd hook as soon as its last gradient
+  // is accumulated; otherwise all buckets after backward.
+  DataParallel(FlatLayout& layout, Communicator& group, bool overlap);
+  ~DataParallel();
+  // Call before each backward; sync = this backward completes the step's gradients.
+  void begin_backward(bool sync);
+  // Launches what is left and waits for every bucket; grads are then globally summed.
+  void finish();
+  // Seconds spent inside communication calls since the last call (launch, progress, wait).
+  double take_comm_seconds();
+  // Identical parameters on every rank (rank 0's), before the first step.
+  void broadcast_parameters();
+
+ private:
+  struct ReadyHook;
+  void on_ready(size_t param_index);
+  void launch_ready_prefix();
+  void launch(size_t b);
+
+  FlatLayout& layout_;
+  Communicator& group_;
+  bool overlap_;
+  bool sync_ = false;
+  std::vector<int> pending_;            // per bucket: gradients not yet accumulated
+  std::vector<size_t> bucket_of_;       // per param
+  size_t next_launch_ = 0;              // buckets launch in index order on every rank
+  std::vector<std::unique_ptr<Work>> work_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keep hooks alive
+  double comm_s_ = 0;
+};
+
+}  // namespace scaleguard::run

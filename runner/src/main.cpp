@@ -1,0 +1,201 @@
+// scaleguard-run: what `srun --mpi=pmix` or `mpirun` starts on every rank.
+//   scaleguard-run prep --input TEXT... --output TOKENS.bin
+//   scaleguard-run train --config FILE.ini [--data TOKENS.bin] [--model mlp|gpt] ...
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "comm.h"
+#include "config.h"
+#include "exit_codes.h"
+#include "grid.h"
+#include "launch.h"
+#include "tokens.h"
+#include "trainer.h"
+
+namespace po = boost::program_options;
+using namespace scaleguard::run;
+
+namespace {
+
+int prep_main(const std::vector<std::string>& args) {
+  std::vector<std::string> inputs;
+  std::string output;
+  po::options_description desc("scaleguard-run prep: byte-level token file from text files");
+  desc.add_options()("help,h", "this help")("input", po::value(&inputs)->multitoken()->required(),
+                                             "text files")("output", po::value(&output)->required(), "token file");
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return kExitOk;
+    }
+    po::notify(vm);
+    uint64_t n = prep_tokens(inputs, output);
+    std::fprintf(stderr, "scaleguard-run prep: %llu tokens from %zu files -> %s\n", static_cast<unsigned long long>(n),
+                 inputs.size(), output.c_str());
+    return kExitOk;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "scaleguard-run prep: %s (see --help)\n", e.what());
+    return kExitUsage;
+  } catch (const RunError& e) {
+    std::fprintf(stderr, "scaleguard-run %s\n", e.what());
+    return kExitError;
+  }
+}
+
+std::map<std::string, std::string> parse_lines(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+// Every rank must train the same configuration: compare hashes; on a mismatch rank 0's
+// text is broadcast so each differing rank can say which keys differ.
+std::string config_mismatch(const Launch& l, const Config& cfg) {
+  uint64_t mine = cfg.hash();
+  std::vector<uint64_t> all(static_cast<size_t>(l.world));
+  MPI_Request req;
+  MPI_Iallgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, l.world_comm, &req);
+  wait_or_abort(l, &req, "configuration hash exchange");
+  bool same = true;
+  for (uint64_t h : all) same = same && h == all[0];
+  if (same) return "";
+  std::string text = cfg.effective_text();
+  long len = static_cast<long>(text.size());
+  MPI_Ibcast(&len, 1, MPI_LONG, 0, l.world_comm, &req);
+  wait_or_abort(l, &req, "configuration exchange");
+  std::string root(static_cast<size_t>(len), '\0');
+  if (l.rank == 0) root = text;
+  MPI_Ibcast(root.data(), static_cast<int>(len), MPI_CHAR, 0, l.world_comm, &req);
+  wait_or_abort(l, &req, "configuration exchange");
+  if (mine == all[0]) return "";
+  auto a = parse_lines(root), b = parse_lines(text);
+  std::string diff;
+  for (const auto& [k, v] : b)
+    if (a[k] != v) diff += (diff.empty() ? "" : ", ") + k + "=" + v + " (rank 0: " + a[k] + ")";
+  return "configuration differs from rank 0: " + diff +
+         "; every rank must get the same file, options and SCALEGUARD_* environment";
+}
+
+int train_main(int argc, char** argv, const std::vector<std::string>& args) {
+  install_stop_handlers();  // before anything slow: a signal during start-up still counts
+  Config cfg;
+  std::string error;
+  try {
+    if (!parse_train_args(args, cfg)) return kExitOk;  // --help
+  } catch (const RunError& e) {
+    error = e.what();
+  }
+  Launch l = init_mpi(&argc, &argv, cfg.startup_timeout);
+  auto fail = [] {
+    MPI_Finalize();
+    return kExitError;
+  };
+  if (any_failed(l, error, "configuration")) return fail();
+  if (any_failed(l, config_mismatch(l, cfg), "configuration check")) return fail();
+  try {
+    check_against_world(cfg, l.world);
+    error = check_launcher_env(l);
+  } catch (const RunError& e) {
+    error = e.what();
+  }
+  if (any_failed(l, error, "plan")) return fail();
+
+  int threads = choose_threads(l, static_cast<int>(cfg.threads));
+  at::set_num_threads(threads);
+  bool cuda = cfg.device == "cuda" || (cfg.device == "auto" && torch::cuda::is_available());
+#ifndef SCALEGUARD_WITH_NCCL
+  if (cfg.device == "cuda") error = "device=cuda but this scaleguard-run was built without the NCCL backend";
+  cuda = false;
+#endif
+  std::fprintf(stderr, "scaleguard-run: rank %d/%d local %d/%d node %d/%d host %s pid %d device %s threads %d\n",
+               l.rank, l.world, l.local_rank, l.local_size, l.node, l.nodes, l.host.c_str(), static_cast<int>(getpid()),
+               cuda ? "cuda" : "cpu", threads);
+  if (l.rank == 0) {
+    std::fprintf(stderr, "scaleguard-run: effective configuration (hash %016llx):\n%s",
+                 static_cast<unsigned long long>(cfg.hash()), cfg.effective_text().c_str());
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads * l.local_size > online && !std::getenv("OMP_WAIT_POLICY"))
+      std::fprintf(stderr, "scaleguard-run: warning: %d threads x %d local ranks > %ld cores; set "
+                           "OMP_WAIT_POLICY=passive or fewer --threads (spinning threads collapse throughput)\n",
+                   threads, l.local_size, online);
+  }
+
+  int rc = kExitError;
+  {
+    std::unique_ptr<Trainer> trainer;
+    ProcessGrid grid;
+    try {
+      Tokens tokens = cfg.synthetic > 0 ? Tokens::synthetic(static_cast<uint64_t>(cfg.synthetic), cfg.vocab_size, cfg.seed)
+                                        : Tokens::open(cfg.data, cfg.vocab_size);
+      if (tokens.size() <= static_cast<uint64_t>(cfg.seq_len))
+        throw RunError("the data has " + std::to_string(tokens.size()) + " tokens, fewer than seq-len + 1 = " +
+                       std::to_string(cfg.seq_len + 1));
+      std::unique_ptr<Communicator> world;
+#ifdef SCALEGUARD_WITH_NCCL
+      if (cuda) {
+        int device = l.local_rank % static_cast<int>(torch::cuda::device_count());
+        world = make_nccl_communicator(MPI_COMM_WORLD, device);
+      }
+#endif
+      if (!world) world = make_mpi_communicator(MPI_COMM_WORLD);
+      grid = make_grid(std::move(world), static_cast<int>(cfg.tp), static_cast<int>(cfg.dp), static_cast<int>(cfg.pp));
+      trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens));
+    } catch (const std::exception& e) {  // RunError, or torch's c10::Error for a bad shape
+      error = e.what();
+    }
+    if (any_failed(l, error, "data and model")) return fail();
+    try {
+      rc = trainer->run();
+    } catch (const std::exception& e) {
+      // Peers may be inside a collective already: only an abort ends them reliably.
+      std::fprintf(stderr, "scaleguard-run: rank %d: error during training: %s\n", l.rank, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, kExitError);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: scaleguard-run prep --input TEXT... --output TOKENS.bin\n"
+               "       scaleguard-run train [--config FILE.ini] [options]   (--help lists them)\n"
+               "Start train under mpirun/srun --mpi=pmix, one rank per GPU or CPU slot.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tune_malloc();
+  if (argc < 2) {
+    usage(stderr);
+    return kExitUsage;
+  }
+  std::string verb = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (verb == "prep") return prep_main(args);
+  if (verb == "train") return train_main(argc, argv, args);
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    usage(stdout);
+    return kExitOk;
+  }
+  std::fprintf(stderr, "scaleguard-run: unknown verb '%s'\n", verb.c_str());
+  usage(stderr);
+  return kExitUsage;
+}

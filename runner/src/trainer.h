@@ -1,0 +1,84 @@
+// The training loop, top to bottom in Trainer::run(). Strategies plug in through the
+// process grid (which group to talk to) and the gradient synchroniser; data parallel is
+// the one implemented now.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config.h"
+#include "data_parallel.h"
+#include "grid.h"
+#include "launch.h"
+#include "model.h"
+#include "optim.h"
+#include "tokens.h"
+
+namespace scaleguard::run {
+
+// SIGUSR1 and SIGTERM set a flag (Slurm sends them before preemption / the time limit);
+// the trainer checks it at every step boundary.
+void install_stop_handlers();
+int stop_signal();  // the signal received, 0 when none
+
+// Everything besides parameters and optimizer state that a resumed run needs.
+struct TrainState {
+  int64_t step = 0;           // optimizer steps completed
+  int64_t epoch = 0;          // epoch of the next sample in the stream
+  uint64_t position = 0;      // sampler position: samples consumed = step * global_batch
+  double lr = 0;              // learning rate of the last step (the schedule is lr_at(cfg, step))
+  uint32_t restarts = 0;      // how often this run was resumed (set by the checkpoint loader)
+};
+
+class Trainer;
+struct TrainHooks {
+  // Runs on every rank after each optimizer step, once all ranks agreed whether to stop
+  // (`stopping`). The checkpoint library saves here when a save is due or when stopping;
+  // without it nothing is saved.
+  std::function<void(Trainer&, bool stopping)> after_step;
+};
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens);
+  ~Trainer();
+  // Trains to cfg.steps or until signalled; returns the process exit code.
+  int run();
+
+  // For checkpoints: state, parameters and optimizer state by name (load in place).
+  TrainState& state() { return state_; }
+  const std::vector<FlatParam>& parameters() const { return layout_->params(); }
+  AdamW& optimizer() { return *optim_; }
+  at::Tensor rng_state() const;                // default CPU generator
+  void set_rng_state(const at::Tensor& state);
+  std::string params_checksum() const;         // XXH3-64 hex over all parameters, name order
+  TrainHooks hooks;
+
+ private:
+  // (micro, T) inputs and targets ((micro, T) or (micro)) for micro-batch u of `step`.
+  std::pair<at::Tensor, at::Tensor> batch(int64_t step, int64_t u);
+  void log_step(double loss, double lr, double step_s, double comm_s, double grad_norm);
+  void finish_run(double loss);
+
+  const Config& cfg_;
+  const Launch& launch_;
+  ProcessGrid& grid_;
+  Tokens tokens_;
+  Sampler sampler_;
+  std::shared_ptr<LanguageModel> model_;
+  std::unique_ptr<FlatLayout> layout_;
+  std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<AdamW> optim_;
+  TrainState state_;
+  int64_t accum_ = 1;
+  double run_start_s_ = 0;
+  int64_t first_step_ = 0;
+  FILE* metrics_ = nullptr;
+  FILE* sample_log_ = nullptr;
+};
+
+}  // namespace scaleguard::run

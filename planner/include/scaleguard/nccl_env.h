@@ -1,0 +1,77 @@
+// NCCL/EFA environment for one node: detect the node's fabric (EFA devices, instance type,
+// aws-ofi-nccl plugin), load a versioned profile from configs/nccl/, and compute the
+// variables to add to a task's environment without overriding anything the user set.
+// Also the torch.distributed rendezvous helpers (first host, port) the SPANK plugin and the
+// runner share. Pure C++17: no Slurm, no MPI; every path is relative to a root so tests
+// run against fake sysfs trees.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scaleguard/result.h"
+
+namespace scaleguard {
+
+// Where detect_node() looks. Every path except `root` is relative to `root`.
+struct NodeProbe {
+  std::string root = "/";
+  std::string node_name;  // Slurm node name: the key into the ParallelCluster fleet config
+  std::string infiniband = "sys/class/infiniband";
+  std::string dmi_product = "sys/devices/virtual/dmi/id/product_name";
+  // Written by ParallelCluster 3: {queue: {compute_resource: {Instances: [{InstanceType}]}}}.
+  std::string pcluster_fleet = "etc/parallelcluster/slurm_plugin/fleet-config.json";
+  // aws-ofi-nccl install locations: EFA installer >= 1.30, older installer, source builds.
+  std::vector<std::string> ofi_nccl_dirs = {"opt/amazon/ofi-nccl/lib", "opt/aws-ofi-nccl/lib",
+                                            "opt/aws-ofi-nccl/install/lib", "usr/local/lib"};
+};
+
+struct NodeInfo {
+  std::vector<std::string> efa_devices;  // e.g. rdmap16s27, sorted
+  std::string instance_type;             // e.g. p4d.24xlarge; empty = unknown
+  std::string instance_source;           // "dmi", "parallelcluster" or empty
+  std::string ofi_nccl_dir;              // full path of the plugin's lib dir; empty = absent
+  std::vector<std::string> ofi_nccl_libs;  // lib*.so file names in that dir, sorted
+};
+
+// Never fails: a missing or unreadable file means "not present" on this node.
+NodeInfo detect_node(const NodeProbe& probe);
+
+// A profile file `<name>-v<N>.ini` (see configs/nccl/README.md for the format).
+struct Profile {
+  std::string name;     // "efa-v1"
+  int version = 0;
+  std::string description;
+  std::vector<std::string> rdma_instance_types;  // [rdma] applies only on these
+  std::vector<std::pair<std::string, std::string>> env;      // set when unset
+  std::vector<std::pair<std::string, std::string>> rdma;     // set when unset, RDMA nodes
+  std::vector<std::pair<std::string, std::string>> prepend;  // path lists (LD_LIBRARY_PATH)
+};
+
+Result<Profile> load_profile_file(const std::string& path);
+// The highest version `<family>-v<N>.ini` in `dir`, e.g. family "efa" -> efa-v2.ini.
+Result<Profile> load_profile(const std::string& dir, const std::string& family);
+// "efa" when the node has EFA devices, else "tcp".
+std::string profile_family(const NodeInfo& node);
+
+using Env = std::map<std::string, std::string>;
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// Variables to set for a task on `node`. Names already in `current` are never included,
+// except the prepend lists, whose value is the full new list (missing entries first, then
+// the current value). An entry naming ${OFI_NCCL_DIR} is left out when the plugin is absent,
+// and one naming ${OFI_NCCL_DIR}/FILE when FILE is not there (plugin versions differ).
+// Adds SCALEGUARD_NCCL_PROFILE, SCALEGUARD_EFA_DEVICES and (when known)
+// SCALEGUARD_INSTANCE_TYPE so a job can see what was applied.
+EnvList nccl_env(const NodeInfo& node, const Profile& profile, const Env& current);
+
+// First host of a Slurm hostlist expression: "gpu-st-p4d-[1-2],x" -> "gpu-st-p4d-1";
+// "n[001-004]" -> "n001"; "r[1-2]-n[3-4]" -> "r1-n3". Bounded; malformed -> error.
+Result<std::string> first_host(const std::string& nodelist);
+// Deterministic rendezvous port for a job: 20000 + job_id % 10000, unprivileged and below
+// Linux's default ephemeral range (32768+), so it cannot collide with outgoing sockets.
+int master_port(std::uint32_t job_id);
+
+}  // namespace scaleguard

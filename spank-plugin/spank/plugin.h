@@ -1,0 +1,80 @@
+// scaleguard SPANK plugin: what the per-context files share. The dispatcher (dispatch.cpp)
+// calls one file per context: submit.cpp (srun/sbatch/salloc), remote.cpp (slurmstepd).
+#pragma once
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+}
+
+#include <sys/types.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace scaleguard::spank {
+
+// plugstack.conf arguments (config.cpp): policy=PATH catalog=PATH sysfs=ROOT profiles=DIR.
+struct Config {
+  std::string policy;    // required: checkpoint roots, catalog for model validation
+  std::string catalog;   // optional override of the policy's catalog
+  std::string sysfs = "/";  // root for NCCL/EFA detection; %n = Slurm node name
+  std::string profiles;  // configs/nccl directory
+};
+// Parses the arguments into config(). Unknown key or malformed argument -> false with the
+// reason, and the plugin refuses to load (`required` in plugstack.conf makes that fatal).
+bool load_config(int ac, char** av, std::string& error);
+const Config& config();
+
+// The --train-* options (options.cpp): one table, registered in every context.
+struct Option {
+  const char* name;     // "train-model"
+  const char* env;      // "SCALEGUARD_TRAIN_MODEL": default when the option is absent
+  const char* arginfo;  // shown by --help
+  const char* usage;
+  const char* accepted; // the accepted forms, quoted in every error
+};
+const std::vector<Option>& options();
+int register_options(spank_t sp);
+// Value given for option `name` (command line, #SBATCH, or remote forwarding); empty = none.
+std::string option_value(const std::string& name);
+// Validates `value` for `opt`; on failure `error` names the option (or `source`) and the
+// accepted forms. Never echoes more than a short, sanitised prefix of the value.
+bool validate(const Option& opt, const std::string& value, const std::string& source, std::string& error);
+// Name Slurm 22.05 gives a forwarded option in the job's spank env (job_submit reads it):
+// _SLURM_SPANK_OPTION_scaleguard_train_model (plugin and option name, '-' -> '_').
+std::string forwarded_name(const Option& opt);
+
+// Checkpoint directory rules (ckpt_dir.cpp).
+bool check_ckpt_dir(const std::string& path, const std::vector<std::string>& roots, std::string& error);
+bool create_ckpt_dir(const std::string& path, uid_t uid, gid_t gid, std::string& error);
+// The policy's checkpoint roots (loads policy= once per process).
+bool checkpoint_roots(std::vector<std::string>& roots, std::string& error);
+
+// What every callback returns on failure. Not ESPANK_ERROR: that is 3000, and sbatch, srun
+// and slurmstepd test `rc < 0` (22.05 sbatch.c, slurmstepd mgr.c): a positive code only
+// logs "failed with rc=3000" and the submission goes ahead.
+constexpr int kFail = -1;
+
+// Per-context entry points (return 0 or kFail).
+int submit_init(spank_t sp);
+int submit_post_opt(spank_t sp);
+int remote_init(spank_t sp);
+int remote_user_init(spank_t sp);
+int remote_task_init(spank_t sp);
+
+// Runs `body` and turns any exception into kFail with a slurm_error line: nothing
+// throws across the C boundary into slurmstepd or sbatch.
+template <class F>
+int guarded(const char* where, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    slurm_error("scaleguard: %s: internal error: %s", where, e.what());
+  } catch (...) {
+    slurm_error("scaleguard: %s: internal error", where);
+  }
+  return kFail;
+}
+
+}  // namespace scaleguard::spank

@@ -1,0 +1,164 @@
+// slurmstepd (remote context): the checkpoint directory (user_init, once per node and step)
+// and each task's environment (task_init): the plan from slurmctld, rank and rendezvous
+// variables, and the NCCL/EFA profile for this node. A variable the user set always wins.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "plugin.h"
+#include "scaleguard/nccl_env.h"
+
+namespace scaleguard::spank {
+namespace {
+
+// Marks what this plugin injected: "<job>.<step> NAME=<hash> ...". A later step of the same
+// job inherits the batch script's environment; a value that still hashes to what we set
+// there is ours to recompute (this node's NCCL profile, this step's ranks), not the user's.
+constexpr const char* kMarker = "SCALEGUARD_INJECTED";
+
+std::string ckpt_dir;  // resolved in user_init; task_init runs in a child of the same process
+
+std::string hash(const std::string& value) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : value) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Env job_env(spank_t sp) {
+  Env env;
+  char** array = nullptr;
+  if (spank_get_item(sp, S_JOB_ENV, &array) != ESPANK_SUCCESS || !array) return env;
+  for (char** e = array; *e; ++e) {
+    const std::string entry = *e;
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+std::string get(const Env& env, const std::string& name) {
+  const auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+// Forgets inherited values we injected in another step, so they are recomputed here;
+// returns their names (those this step does not set again are removed from the task).
+std::vector<std::string> drop_inherited(Env& env, const std::string& this_step) {
+  std::vector<std::string> dropped;
+  std::string word;
+  std::istringstream marker(get(env, kMarker));
+  if (!(marker >> word) || word == this_step) return dropped;
+  while (marker >> word) {
+    const auto eq = word.find('=');
+    const auto it = env.find(word.substr(0, eq));
+    if (eq != std::string::npos && it != env.end() && hash(it->second) == word.substr(eq + 1)) {
+      dropped.push_back(it->first);
+      env.erase(it);
+    }
+  }
+  return dropped;
+}
+
+bool plan_name(const std::string& suffix) {
+  return !suffix.empty() && std::all_of(suffix.begin(), suffix.end(), [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+template <class T>
+std::string item(spank_t sp, spank_item_t what) {
+  T value{};
+  if (spank_get_item(sp, what, &value) != ESPANK_SUCCESS) throw std::runtime_error("spank_get_item failed");
+  return std::to_string(value);
+}
+
+bool nccl_vars(const Env& env, EnvList& out, std::string& error) {
+  NodeProbe probe;
+  probe.node_name = get(env, "SLURMD_NODENAME");
+  probe.root = config().sysfs;
+  if (const auto at = probe.root.find("%n"); at != std::string::npos) {
+    if (!first_host(probe.node_name).ok()) return error = "no usable SLURMD_NODENAME for sysfs=%n", false;
+    probe.root.replace(at, 2, probe.node_name);
+  }
+  const NodeInfo node = detect_node(probe);
+  const auto profile = load_profile(config().profiles, profile_family(node));
+  if (!profile.ok()) return error = "NCCL profile: " + profile.error().str(), false;
+  for (auto& kv : nccl_env(node, *profile, env)) out.push_back(std::move(kv));
+  return true;
+}
+
+}  // namespace
+
+int remote_init(spank_t sp) { return register_options(sp); }
+
+int remote_user_init(spank_t sp) {
+  const Env env = job_env(sp);
+  std::string dir = option_value("train-ckpt-dir");
+  for (const char* name : {"SCALEGUARD_CKPT_DIR", "SCALEGUARD_TRAIN_CKPT_DIR"})
+    if (dir.empty()) dir = get(env, name);
+  if (dir.empty()) return 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<std::string> roots;
+  std::string error;
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+    error = "cannot read the job's uid/gid";
+  else if (checkpoint_roots(roots, error) && check_ckpt_dir(dir, roots, error) && create_ckpt_dir(dir, uid, gid, error))
+    return ckpt_dir = dir, 0;
+  slurm_error("scaleguard: checkpoint directory '%.200s': %s", dir.c_str(), error.c_str());
+  return kFail;
+}
+
+int remote_task_init(spank_t sp) {
+  Env env = job_env(sp);
+  const std::string job = item<uint32_t>(sp, S_JOB_ID);
+  uint32_t step_id = 0;
+  if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) throw std::runtime_error("no step id");
+  const std::string step = job + "." + std::to_string(step_id);
+  const std::vector<std::string> inherited = drop_inherited(env, step);
+
+  EnvList want;
+  // The plan job_submit/scaleguard attached: batch jobs carry it as SLURM_SPANK_SCALEGUARD_*.
+  for (const auto& [name, value] : env)
+    if (name.rfind("SLURM_SPANK_SCALEGUARD_", 0) == 0 && plan_name(name.substr(23)))
+      want.emplace_back(name.substr(12), value);
+  if (!ckpt_dir.empty()) want.emplace_back("SCALEGUARD_CKPT_DIR", ckpt_dir);
+  // The batch script is one process whatever the job's task count; its steps get theirs.
+  const bool batch = step_id == SLURM_BATCH_SCRIPT;
+  want.emplace_back("RANK", batch ? "0" : item<uint32_t>(sp, S_TASK_GLOBAL_ID));
+  want.emplace_back("LOCAL_RANK", batch ? "0" : item<int>(sp, S_TASK_ID));
+  want.emplace_back("WORLD_SIZE", batch ? "1" : item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT));
+  want.emplace_back("LOCAL_WORLD_SIZE", batch ? "1" : item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT));
+  std::string nodes = get(env, "SLURM_STEP_NODELIST");
+  if (nodes.empty()) nodes = get(env, "SLURM_JOB_NODELIST");
+  if (const auto first = first_host(nodes); first.ok()) want.emplace_back("MASTER_ADDR", *first);
+  else slurm_info("scaleguard: MASTER_ADDR not set: %s", first.error().str().c_str());
+  want.emplace_back("MASTER_PORT", std::to_string(master_port(static_cast<uint32_t>(std::stoul(job)))));
+  std::string error;
+  if (!nccl_vars(env, want, error)) {
+    slurm_error("scaleguard: %s", error.c_str());
+    return kFail;
+  }
+
+  std::string marker = step;
+  for (const auto& [name, value] : want) {
+    // nccl_env already left out what the user set, except the list it prepends to.
+    if (env.count(name) && name != "LD_LIBRARY_PATH") continue;
+    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
+      slurm_error("scaleguard: cannot set %s", name.c_str());
+      return kFail;
+    }
+    if (name != "LD_LIBRARY_PATH") marker += " " + name + "=" + hash(value);
+    env[name] = value;  // the first of two candidates for one name wins
+  }
+  for (const auto& name : inherited)
+    if (!env.count(name)) spank_unsetenv(sp, name.c_str());  // e.g. EFA settings on a TCP node
+  spank_setenv(sp, kMarker, marker.c_str(), 1);
+  return 0;
+}
+
+}  // namespace scaleguard::spank

@@ -1,0 +1,94 @@
+// Saves checkpoints with the commit protocol (docs/checkpoint-format.md):
+//   1. every rank writes root/step-N.partial/shard-<rank>.h5 and fsyncs it (write_shard);
+//   2. gather: rank 0 learns every rank's outcome and manifest entry (the agreement);
+//   3. rank 0, if all succeeded: manifest.json + fsync, fsync the directory, rename to
+//      step-N, fsync root, replace `latest` atomically (tmp + fsync + rename + fsync root),
+//      drop checkpoints beyond keep_last; if any failed: remove the partial directory;
+//   4. broadcast: every rank learns the verdict.
+// A crash before the rename leaves only step-N.partial, which readers never open and the
+// next start removes (Store::remove_partials).
+//
+// Asynchronous save: start() takes a Snapshot that owns host copies and writes it on a
+// background thread (step 1 only, no collectives). poll(), called by every rank at every
+// step boundary on the main thread, does one all_min on "my write is done"; when it is 1
+// everywhere, steps 2-4 run right there. All collectives thus stay on the main thread in
+// the same order on every rank, interleaved with training's, so nothing can deadlock and
+// no MPI_THREAD_MULTIPLE is needed.
+#pragma once
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ckpt/commit_comm.h"
+#include "ckpt/snapshot.h"
+#include "scaleguard/ckpt_manifest.h"
+#include "scaleguard/result.h"
+
+namespace scaleguard::ckpt {
+
+// What the manifest says about the run (same on every rank).
+struct CheckpointMeta {
+  std::string strategy = "single";
+  int tp = 1, pp = 1, dp = 1;
+  std::string model_name;
+  std::string config_hash;   // a reader refuses a checkpoint whose hash differs
+  std::string code_version;
+};
+
+struct Committed {
+  int64_t step = 0;
+  std::string dir;            // root/step-N
+  uint64_t bytes = 0;         // this rank's shard file
+  uint64_t snapshot_bytes = 0;
+  double write_seconds = 0;   // this rank's write + fsync + checksum
+};
+
+using Log = std::function<void(const std::string&)>;
+
+class Saver {
+ public:
+  // keep_last <= 0 keeps every checkpoint.
+  Saver(std::string root, CheckpointMeta meta, CommitComm& comm, int keep_last, Log log);
+  ~Saver();  // waits for a running write; an uncommitted save stays .partial
+  Saver(const Saver&) = delete;
+  Saver& operator=(const Saver&) = delete;
+
+  // Collective, synchronous. A failure (e.g. disk full) leaves earlier checkpoints intact.
+  Result<Committed> save(const Snapshot& snap);
+
+  // Local: starts writing on a background thread. Call finish() first if pending().
+  void start(Snapshot snap);
+  bool pending() const { return pending_; }
+  // Collective while pending (every rank calls it at the same step boundaries): the outcome
+  // once every rank's write has finished, nullopt before that or when nothing is pending.
+  std::optional<Result<Committed>> poll();
+  // Collective while pending: waits for the write, commits, returns the outcome.
+  std::optional<Result<Committed>> finish();
+
+ private:
+  struct Written {
+    Result<std::optional<ShardEntry>> shard;   // nullopt: this rank had nothing to save
+    double seconds;
+    uint64_t snapshot_bytes;
+  };
+  Written write(const Snapshot& snap) const;
+  Result<Committed> commit(int64_t step, const Written& w);
+  std::string commit_on_root(int64_t step, const std::vector<std::string>& outcomes);
+
+  std::string root_;
+  CheckpointMeta meta_;
+  CommitComm& comm_;
+  int keep_last_;
+  Log log_;
+  bool pending_ = false;
+  int64_t pending_step_ = 0;
+  std::unique_ptr<Snapshot> pending_snapshot_;
+  std::future<Written> pending_write_;
+};
+
+// fsync of a directory, so a rename or new entry in it survives a crash.
+bool fsync_dir(const std::string& dir);
+
+}  // namespace scaleguard::ckpt

@@ -1,0 +1,173 @@
+#include "ckpt/shard_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "hdf5_util.h"
+#include "scaleguard/checksum.h"
+
+namespace scaleguard::ckpt {
+namespace {
+
+using h5::Handle;
+
+Error fail(const std::string& path, const std::string& what) {
+  return Error{path + ": " + what, path, 0, "", ""};
+}
+
+// Opens group `path` ("optim/w"), creating missing parents; on failure an invalid handle
+// and `error` set. (HDF5 clears its error stack at every API call, so errors are read at once.)
+Handle group(hid_t file, const std::string& path, std::string& error) {
+  Handle g(H5Gopen2(file, "/", H5P_DEFAULT));
+  size_t start = 0;
+  while (g.valid() && start < path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(start, end - start);
+    Handle next(H5Lexists(g.get(), part.c_str(), H5P_DEFAULT) > 0
+                    ? H5Gopen2(g.get(), part.c_str(), H5P_DEFAULT)
+                    : H5Gcreate2(g.get(), part.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (!next.valid()) {
+      error = "cannot create group '" + path + "': " + h5::last_error();
+      return next;
+    }
+    g = std::move(next);
+    start = end + 1;
+  }
+  return g;
+}
+
+// Each returns "" or the HDF5 error.
+std::string write_attr(hid_t obj, const char* name, hid_t type, hid_t space, const void* data) {
+  Handle a(H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+  if (!a.valid()) return h5::last_error();
+  // A null dataspace (empty shape of a 0-d tensor) holds no data to write.
+  if (H5Sget_simple_extent_type(space) != H5S_NULL && H5Awrite(a.get(), type, data) < 0) return h5::last_error();
+  return "";
+}
+
+std::string write_shape_attr(hid_t obj, const char* name, const std::vector<int64_t>& v) {
+  const hsize_t n = v.size();
+  Handle space(v.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, &n, nullptr));
+  return write_attr(obj, name, H5T_STD_I64LE, space.get(), v.data());
+}
+
+std::string write_string_attr(hid_t obj, const char* name, const std::string& s) {
+  Handle type(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), s.size() + 1);   // with the NUL: NULLTERM strings need it
+  Handle space(H5Screate(H5S_SCALAR));
+  return write_attr(obj, name, type.get(), space.get(), s.c_str());
+}
+
+void test_pause(const std::string& path) {
+  const char* env = std::getenv("SCALEGUARD_TEST_PAUSE_IN_SAVE");
+  if (!env || !*env) return;
+  const unsigned seconds = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+  std::fprintf(stderr, "scaleguard-ckpt: test pause %us inside the save of %s (pid %d)\n", seconds,
+               path.c_str(), static_cast<int>(::getpid()));
+  std::fflush(stderr);
+  ::sleep(seconds);
+}
+
+}  // namespace
+
+Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot& snap) {
+  h5::quiet();
+  ShardEntry entry;
+  entry.rank = rank;
+  entry.file = shard_file_name(rank);
+  const std::string path = dir + "/" + entry.file;
+
+  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!file.valid()) return fail(path, "cannot create shard: " + h5::last_error());
+  // On failure the shard is useless. Emptying it first gives HDF5 room to flush its
+  // metadata on close even when the disk is full: a failed H5Fclose leaves the library in a
+  // state that crashes at exit (HDF5 1.10).
+  auto fail = [&](const std::string& p, const std::string& what) {
+    if (file.valid()) {
+      const bool emptied = ::truncate(path.c_str(), 0) == 0;
+      if (!file.reset() && !emptied) std::fprintf(stderr, "scaleguard-ckpt: could not release %s\n", path.c_str());
+    }
+    ::unlink(path.c_str());
+    return scaleguard::ckpt::fail(p, what);
+  };
+
+  bool paused = false;
+  for (const auto& t : snap.tensors()) {
+    DatasetEntry d;
+    d.name = t.name;
+    d.dtype = h5::dtype_name(t.data.scalar_type());
+    d.rank_scoped = t.rank_scoped;
+    d.global_shape = t.global_shape;
+    d.offset = t.offset;
+    d.extent = t.data.sizes().vec();
+    d.bytes = t.data.nbytes();
+    d.xxh3 = xxh3_64(t.data.data_ptr(), d.bytes);
+
+    const auto slash = t.name.rfind('/');
+    std::string error;
+    Handle parent = group(file.get(), slash == std::string::npos ? "" : t.name.substr(0, slash), error);
+    if (!parent.valid()) return fail(path, error);
+    const std::string leaf = slash == std::string::npos ? t.name : t.name.substr(slash + 1);
+    std::vector<hsize_t> dims(d.extent.begin(), d.extent.end());
+    Handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(dims.size(), dims.data(), nullptr));
+    Handle type = h5::file_type(d.dtype);
+    Handle ds(H5Dcreate2(parent.get(), leaf.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (!ds.valid()) return fail(path, "cannot create dataset '" + t.name + "': " + h5::last_error());
+    if (d.bytes > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data.data_ptr()) < 0)
+      return fail(path, "writing dataset '" + t.name + "' failed: " + h5::last_error());
+    for (const std::string& e : {write_shape_attr(ds.get(), "global_shape", d.global_shape),
+                                 write_shape_attr(ds.get(), "offset", d.offset),
+                                 write_string_attr(ds.get(), "dtype", d.dtype),
+                                 write_string_attr(ds.get(), "scope", d.rank_scoped ? "rank" : "global")})
+      if (!e.empty()) return fail(path, "writing attributes of '" + t.name + "' failed: " + e);
+    entry.datasets.push_back(std::move(d));
+    if (!paused) {
+      paused = true;
+      test_pause(path);
+    }
+  }
+  for (const auto& s : snap.scalars()) {
+    std::string error;
+    Handle g = group(file.get(), s.group, error);
+    if (!g.valid()) return fail(path, error);
+    Handle space(H5Screate(H5S_SCALAR));
+    error = std::visit(
+        [&](auto v) {
+          const hid_t type = std::is_same_v<decltype(v), double> ? H5T_IEEE_F64LE : H5T_STD_I64LE;
+          return write_attr(g.get(), s.key.c_str(), type, space.get(), &v);
+        },
+        s.value);
+    if (!error.empty()) return fail(path, "writing scalar " + s.group + ":" + s.key + " failed: " + error);
+  }
+  // Flushing writes HDF5's metadata: a full disk may show up only here. Flushing before
+  // closing keeps the failure on the path that can still release the file cleanly.
+  if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) return fail(path, "flushing shard failed: " + h5::last_error());
+  if (!file.reset()) return fail(path, "closing shard failed: " + h5::last_error());
+
+  // fsync and the whole-file checksum overlap: one waits on the disk, the other reads the
+  // just-written pages from the page cache.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(path, std::string("cannot reopen for fsync: ") + std::strerror(errno));
+  int sync_errno = 0;
+  std::thread syncer([&] {
+    if (::fsync(fd) != 0) sync_errno = errno;
+  });
+  auto sum = xxh3_file(path);
+  syncer.join();
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  ::close(fd);
+  if (sync_errno) return fail(path, std::string("fsync failed: ") + std::strerror(sync_errno));
+  if (!sum) return sum.error();
+  entry.bytes = static_cast<uint64_t>(size);
+  entry.xxh3 = *sum;
+  return entry;
+}
+
+}  // namespace scaleguard::ckpt

@@ -1,0 +1,56 @@
+#include "ckpt/snapshot.h"
+
+#include <ATen/ATen.h>
+
+#include <stdexcept>
+
+#include "hdf5_util.h"
+
+namespace scaleguard::ckpt {
+
+void Snapshot::add(SnapshotTensor t, const at::Tensor& data) {
+  if (!data.defined()) throw std::invalid_argument("checkpoint tensor '" + t.name + "' is undefined");
+  if (h5::dtype_name(data.scalar_type()).empty())
+    throw std::invalid_argument("checkpoint tensor '" + t.name + "' has unsupported dtype " +
+                                std::string(c10::toString(data.scalar_type())));
+  if (t.name.empty() || t.name.front() == '/' || t.name.back() == '/' ||
+      t.name.find("//") != std::string::npos)
+    throw std::invalid_argument("checkpoint tensor name '" + t.name + "' must be non-empty groups separated by '/'");
+  const auto sizes = data.sizes();
+  if (t.global_shape.size() != sizes.size() || t.offset.size() != sizes.size())
+    throw std::invalid_argument("checkpoint tensor '" + t.name + "': global shape and offset need " +
+                                std::to_string(sizes.size()) + " dimensions");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (t.offset[i] < 0 || t.offset[i] + sizes[i] > t.global_shape[i])
+      throw std::invalid_argument("checkpoint tensor '" + t.name + "': slice exceeds the global shape in dim " +
+                                  std::to_string(i));
+  // detach(): a snapshot never takes part in autograd. clone() gives the async writer its
+  // own bytes; contiguous() alone may alias the live tensor (fine for a sync save).
+  const bool on_cpu = data.device().is_cpu();
+  at::Tensor host = data.detach().to(at::kCPU);
+  t.data = copy_ && on_cpu ? host.clone(at::MemoryFormat::Contiguous) : host.contiguous();
+  bytes_ += t.data.nbytes();
+  tensors_.push_back(std::move(t));
+}
+
+void Snapshot::add_slice(const std::string& name, const at::Tensor& data, std::vector<int64_t> global_shape,
+                         std::vector<int64_t> offset) {
+  add({name, {}, false, std::move(global_shape), std::move(offset)}, data);
+}
+
+void Snapshot::add_whole(const std::string& name, const at::Tensor& data) {
+  add({name, {}, false, data.sizes().vec(), std::vector<int64_t>(data.dim(), 0)}, data);
+}
+
+void Snapshot::add_rank_state(const std::string& name, const at::Tensor& data) {
+  add({name, {}, true, data.sizes().vec(), std::vector<int64_t>(data.dim(), 0)}, data);
+}
+
+void Snapshot::set_scalar(const std::string& group, const std::string& key, int64_t value) {
+  scalars_.push_back({group, key, value});
+}
+void Snapshot::set_scalar(const std::string& group, const std::string& key, double value) {
+  scalars_.push_back({group, key, value});
+}
+
+}  // namespace scaleguard::ckpt

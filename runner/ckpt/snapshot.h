@@ -1,0 +1,62 @@
+// What one rank saves at one step: named tensor slices, rank-local state (RNG bytes) and
+// scalars (step, epoch, sampler position, LR schedule, Adam's step...). Taken on the main
+// thread at a step boundary; for an asynchronous save it owns host copies of the tensors,
+// so training may change the originals while a background thread writes.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace scaleguard::ckpt {
+
+struct SnapshotTensor {
+  std::string name;                   // "params/blocks.0.attn.qkv.weight", '/' separates groups
+  at::Tensor data;                    // contiguous, on the CPU
+  bool rank_scoped = false;           // true: this rank's own state, no global meaning
+  std::vector<int64_t> global_shape;
+  std::vector<int64_t> offset;        // where data sits in the global tensor
+};
+
+// An HDF5 attribute: group "state" key "epoch", or group "optim/w" key "step".
+struct SnapshotScalar {
+  std::string group;
+  std::string key;
+  std::variant<int64_t, double> value;
+};
+
+class Snapshot {
+ public:
+  // copy=true takes host copies now (asynchronous save); false keeps references, valid
+  // only while the caller leaves the tensors alone (synchronous save).
+  Snapshot(int64_t step, bool copy) : step_(step), copy_(copy) {}
+
+  // A box of a global tensor: data is the slice at `offset` of a tensor of `global_shape`.
+  void add_slice(const std::string& name, const at::Tensor& data, std::vector<int64_t> global_shape,
+                 std::vector<int64_t> offset);
+  // This rank holds the whole tensor.
+  void add_whole(const std::string& name, const at::Tensor& data);
+  // This rank's own state, e.g. "state/rng/cpu" = the generator's state bytes.
+  void add_rank_state(const std::string& name, const at::Tensor& data);
+  void set_scalar(const std::string& group, const std::string& key, int64_t value);
+  void set_scalar(const std::string& group, const std::string& key, double value);
+
+  int64_t step() const { return step_; }
+  const std::vector<SnapshotTensor>& tensors() const { return tensors_; }
+  const std::vector<SnapshotScalar>& scalars() const { return scalars_; }
+  // Bytes of tensor data; for copy=true also the host memory this snapshot holds.
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void add(SnapshotTensor t, const at::Tensor& data);
+
+  int64_t step_;
+  bool copy_;
+  uint64_t bytes_ = 0;
+  std::vector<SnapshotTensor> tensors_;
+  std::vector<SnapshotScalar> scalars_;
+};
+
+}  // namespace scaleguard::ckpt

@@ -1,0 +1,10 @@
+# Asynchronous save: the tool changes its live tensors right after start(); what is loaded
+# must be the values at the snapshot, bit for bit.
+. "$(dirname "$0")/lib.sh"
+
+expect_rc 0 ranks 2 save --dir "$WORK/a" --steps 1,2,3 --async
+expect_log "saved step 3"
+expect_rc 0 ranks 2 load --dir "$WORK/a" --expect-step 3
+expect_rc 0 ranks 1 load --dir "$WORK/a" --expect-step 3
+expect_rc 0 "$SCALEGUARD_CLI" ckpt verify "$WORK/a"
+echo PASS

@@ -1,0 +1,287 @@
+// Test driver for the checkpoint library under real mpirun ranks. It saves checkpoints of
+// tensors whose values are a known function of (name, step), so a reader on any number of
+// ranks can check every element bit for bit, and exits with a code the fault scripts check.
+//   save --dir D --steps 1,2,3 [--async] [--big-mb N [--big-steps 2,3]] [--keep K]
+//        [--on-save-error continue|stop]
+//   load --dir D --expect-step N
+// Both take [--model-hash H]. Exit: 0 ok, 1 data mismatch, 2 error (message on stderr),
+// 3 no checkpoint to load, 4 a save failed and on_save_error=stop.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ckpt/commit_comm.h"
+#include "ckpt/interval.h"
+#include "ckpt/reader.h"
+#include "ckpt/saver.h"
+#include "ckpt/store.h"
+
+namespace ck = scaleguard::ckpt;
+
+namespace {
+
+int g_rank = 0;
+
+void log(const std::string& line) { std::fprintf(stderr, "[rank %d] %s\n", g_rank, line.c_str()); }
+
+struct Spec {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype;
+  int owner;   // -1: split along dim 0 over all ranks; else the rank holding all of it
+};
+
+std::vector<Spec> specs(int world, int64_t big_bytes) {
+  std::vector<Spec> s = {
+      {"params/embed.weight", {10, 6}, at::kFloat, -1},
+      {"params/blocks.0.attn.qkv.weight", {7, 3}, at::kDouble, -1},   // 7 rows: uneven split
+      {"optim/blocks.0.attn.qkv.weight/exp_avg", {7, 3}, at::kFloat, -1},
+      {"optim/blocks.0.attn.qkv.weight/exp_avg_sq", {7, 3}, at::kFloat, -1},
+      {"buffers/counts", {3, 2, 2}, at::kLong, -1},
+      {"params/head.bias", {5}, at::kBFloat16, world - 1},
+      {"params/ln.scale", {4}, at::kHalf, 0},
+      {"params/temperature", {}, at::kFloat, 0},
+  };
+  if (big_bytes > 0) s.push_back({"params/big", {big_bytes}, at::kByte, -1});
+  return s;
+}
+
+// The value of every element is a function of its global index and the step.
+at::Tensor expected(const Spec& s, int64_t step) {
+  int64_t n = 1;
+  for (auto d : s.shape) n *= d;
+  at::Tensor idx = at::arange(n, at::kDouble);
+  at::Tensor v = s.dtype == at::kByte ? (idx + static_cast<double>(step)).fmod(251) : at::sin(idx * 0.37) * 3 + step * 0.25;
+  if (s.dtype == at::kLong) v = idx * 1000 + step;
+  return v.to(s.dtype).reshape(s.shape);
+}
+
+// Rows [lo, hi) of dim 0 this rank holds when `world` ranks split a tensor.
+std::pair<int64_t, int64_t> rows(int64_t total, int rank, int world) {
+  return {total * rank / world, total * (rank + 1) / world};
+}
+
+at::Tensor rng_state(int64_t step, int rank) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(step * 1000 + rank));
+  at::rand({16}, gen);   // advance it, so the state is not just the seed
+  return gen.get_state();
+}
+
+ck::Snapshot snapshot(int64_t step, int rank, int world, int64_t big, bool copy, std::vector<at::Tensor>& live) {
+  ck::Snapshot snap(step, copy);
+  live.clear();
+  for (const auto& s : specs(world, big)) {
+    at::Tensor full = expected(s, step);
+    if (s.owner == -1) {
+      auto [lo, hi] = rows(s.shape[0], rank, world);
+      if (hi == lo) continue;
+      std::vector<int64_t> offset(s.shape.size(), 0);
+      offset[0] = lo;
+      at::Tensor part = full.narrow(0, lo, hi - lo).contiguous();
+      snap.add_slice(s.name, part, s.shape, offset);
+      live.push_back(part);
+    } else if (s.owner == rank) {
+      snap.add_whole(s.name, full);
+      live.push_back(full);
+    }
+  }
+  snap.add_rank_state("state/rng/cpu", rng_state(step, rank));
+  snap.set_scalar("state", "step", step);
+  snap.set_scalar("state", "epoch", step / 3);
+  snap.set_scalar("state", "sampler_position", step * 128 + rank);
+  snap.set_scalar("state", "restart_count", int64_t{0});
+  snap.set_scalar("state", "lr", 0.001 * static_cast<double>(step));
+  snap.set_scalar("optim/blocks.0.attn.qkv.weight", "step", step);
+  return snap;
+}
+
+std::string arg(int argc, char** argv, const std::string& key, const std::string& def) {
+  for (int i = 2; i + 1 < argc; ++i)
+    if (argv[i] == key) return argv[i + 1];
+  return def;
+}
+bool flag(int argc, char** argv, const std::string& key) {
+  for (int i = 2; i < argc; ++i)
+    if (argv[i] == key) return true;
+  return false;
+}
+
+std::vector<int64_t> numbers(const std::string& list) {
+  std::vector<int64_t> out;
+  for (size_t at = 0; at < list.size();) {
+    size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    out.push_back(std::stoll(list.substr(at, end - at)));
+    at = end + 1;
+  }
+  return out;
+}
+
+int save(int argc, char** argv, ck::CommitComm& comm) {
+  const std::string dir = arg(argc, argv, "--dir", "");
+  const bool async = flag(argc, argv, "--async");
+  const int64_t big = std::stoll(arg(argc, argv, "--big-mb", "0")) << 20;
+  auto on_error = ck::parse_on_save_error(arg(argc, argv, "--on-save-error", "stop"));
+  if (!on_error) {
+    log(on_error.error().message);
+    return 2;
+  }
+  ck::CheckpointMeta meta;
+  meta.strategy = comm.size() > 1 ? "ddp" : "single";
+  meta.dp = comm.size();
+  meta.model_name = "fault-test";
+  meta.config_hash = arg(argc, argv, "--model-hash", "model-A");
+  meta.code_version = "test";
+  ck::Saver saver(dir, meta, comm, std::stoi(arg(argc, argv, "--keep", "0")), log);
+  ck::Store store(dir, log);
+  if (comm.rank() == 0) store.remove_partials();
+  comm.all_min(1);   // nobody writes before the clean-up is done
+
+  const std::vector<int64_t> steps = numbers(arg(argc, argv, "--steps", "1"));
+  // The extra "params/big" tensor (to fill a disk) goes into these steps, default all.
+  const std::vector<int64_t> big_steps = numbers(arg(argc, argv, "--big-steps", arg(argc, argv, "--steps", "1")));
+  auto handle = [&](const scaleguard::Result<ck::Committed>& r, int64_t step) {
+    if (r) {
+      log("saved step " + std::to_string(step) + ": " + std::to_string(r->bytes) + " bytes in shard, snapshot " +
+          std::to_string(r->snapshot_bytes) + " bytes");
+      return 0;
+    }
+    log("SAVE FAILED step " + std::to_string(step) + ": " + r.error().message);
+    return *on_error == ck::OnSaveError::stop ? 4 : 0;
+  };
+  std::vector<at::Tensor> live;
+  for (int64_t step : steps) {
+    const bool with_big = std::find(big_steps.begin(), big_steps.end(), step) != big_steps.end();
+    ck::Snapshot snap = snapshot(step, comm.rank(), comm.size(), with_big ? big : 0, async, live);
+    if (!async) {
+      if (int rc = handle(saver.save(snap), step)) return rc;
+      continue;
+    }
+    if (auto done = saver.finish()) {
+      if (int rc = handle(*done, step)) return rc;
+    }
+    saver.start(std::move(snap));
+    // "Training" goes on: the live tensors change; the snapshot must not.
+    for (auto& t : live) t.add_(1);
+    for (int i = 0; i < 3; ++i) {
+      if (auto done = saver.poll()) {
+        if (int rc = handle(*done, step)) return rc;
+      }
+    }
+  }
+  if (auto done = saver.finish()) {
+    if (int rc = handle(*done, steps.back())) return rc;
+  }
+  return 0;
+}
+
+int load(int argc, char** argv, ck::CommitComm& comm) {
+  const std::string dir = arg(argc, argv, "--dir", "");
+  const int64_t expect_step = std::stoll(arg(argc, argv, "--expect-step", "-1"));
+  ck::Store store(dir, log);
+  ck::OpenOptions opts;
+  opts.expect_config_hash = arg(argc, argv, "--model-hash", "model-A");
+  auto resumed = ck::resume(store, comm, opts);
+  if (!resumed) {
+    log("ERROR " + resumed.error().message);
+    return 2;
+  }
+  if (!resumed->has_value()) {
+    log("no checkpoint in " + dir);
+    return 3;
+  }
+  const ck::Reader& reader = **resumed;
+  const auto& m = reader.manifest();
+  int bad = 0;
+  auto check = [&](const std::string& what, const at::Tensor& got, const at::Tensor& want) {
+    if (got.scalar_type() != want.scalar_type() || got.sizes() != want.sizes() || !at::equal(got, want)) {
+      log("MISMATCH " + what);
+      ++bad;
+    }
+  };
+  if (m.step != expect_step) {
+    log("MISMATCH resumed step " + std::to_string(m.step) + ", expected " + std::to_string(expect_step));
+    return 1;
+  }
+  const int writer_world = m.world_size;
+  const int64_t big = [&] {
+    auto shape = reader.global_shape("params/big");
+    return shape.empty() ? int64_t{0} : shape[0];
+  }();
+  for (const auto& s : specs(writer_world, big)) {
+    const at::Tensor want = expected(s, m.step);
+    if (comm.rank() == 0) {   // the whole tensor, assembled from every writer's shard
+      auto whole = reader.read(s.name);
+      if (!whole) {
+        log("ERROR " + whole.error().message);
+        return 2;
+      }
+      check(s.name + " (whole)", *whole, want);
+    }
+    if (s.shape.empty()) continue;
+    // This rank's share for the current world size, read in place into an existing tensor.
+    auto [lo, hi] = rows(s.shape[0], comm.rank(), comm.size());
+    std::vector<int64_t> offset(s.shape.size(), 0), extent = s.shape;
+    offset[0] = lo;
+    extent[0] = hi - lo;
+    at::Tensor mine = at::zeros(extent, at::TensorOptions().dtype(s.dtype));
+    void* before = mine.data_ptr();
+    auto ok = reader.read_into(s.name, mine, offset);
+    if (!ok) {
+      log("ERROR " + ok.error().message);
+      return 2;
+    }
+    check(s.name + " (rows " + std::to_string(lo) + ".." + std::to_string(hi) + ")", mine, want.narrow(0, lo, hi - lo));
+    if (mine.data_ptr() != before) {
+      log("MISMATCH read_into moved the tensor");
+      ++bad;
+    }
+  }
+  for (int r = 0; r < writer_world; ++r) {
+    if (r % comm.size() != comm.rank()) continue;
+    auto rng = reader.read_rank_state(r, "state/rng/cpu");
+    if (!rng) {
+      log("ERROR " + rng.error().message);
+      return 2;
+    }
+    check("state/rng/cpu of rank " + std::to_string(r), *rng, rng_state(m.step, r));
+    auto pos = reader.scalar_int(r, "state", "sampler_position");
+    auto lr = reader.scalar_double(r, "state", "lr");
+    auto adam = reader.scalar_int(r, "optim/blocks.0.attn.qkv.weight", "step");
+    if (!pos || !lr || !adam || *pos != m.step * 128 + r || *lr != 0.001 * static_cast<double>(m.step) || *adam != m.step) {
+      log("MISMATCH scalars of rank " + std::to_string(r));
+      ++bad;
+    }
+  }
+  bad = comm.all_min(bad == 0 ? 1 : 0) ? 0 : 1;
+  if (bad) return 1;
+  if (comm.rank() == 0)
+    std::printf("LOADED step %lld on %d rank(s), written by %d rank(s)\n", static_cast<long long>(m.step), comm.size(),
+                writer_world);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  int rc = 2;
+  {
+    ck::MpiCommitComm comm(MPI_COMM_WORLD);
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "save") rc = save(argc, argv, comm);
+    else if (mode == "load") rc = load(argc, argv, comm);
+    else log("usage: ckpt_fault_tool save|load --dir D ...");
+    // Every rank leaves with the worst code, so mpirun's exit status is meaningful.
+    rc = -comm.all_min(-rc);
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -166,7 +166,7 @@ int run(int argc, char** argv) {
   pos.add("action", 1).add("dir", 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
   } catch (const po::error& e) {
     std::fprintf(stderr, "scaleguard ckpt: %s\n%s", e.what(), kUsage);
     return 2;

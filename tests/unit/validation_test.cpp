@@ -1,0 +1,260 @@
+// The planner against published training runs (docs/validation.md). Every run in
+// bench/planner/validation/runs.csv is predicted through the planner's API with the shipped
+// catalog and must stay inside the error band the doc reports; and each GPU type's catalog
+// `efficiency` must still be the fit to that type's calibration runs. A change to the time
+// model or to an `efficiency` line that breaks the calibration fails here.
+//
+// `ctest -R unit.Validation -V` prints the doc's table (the PredictsEveryRun test).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scaleguard/catalog.h"
+#include "scaleguard/decide.h"
+#include "scaleguard/model.h"
+#include "scaleguard/plan.h"
+
+namespace sg = scaleguard;
+
+namespace {
+
+// The bands docs/validation.md reports; error = predicted / reported - 1.
+constexpr double kSteadyBand = 0.45;       // every steady-state (bench) run, fit or held out
+constexpr double kHeldOutMedian = 0.15;    // median |error| of the held-out bench runs
+constexpr double kWholeLow = -0.25;        // whole (e2e) runs, failure overhead included
+constexpr double kWholeHigh = 0.50;
+constexpr double kBeyondLow = -0.75;       // runs outside what the model represents
+constexpr double kBeyondHigh = 2.00;
+constexpr double kFitTolerance = 0.03;     // catalog efficiency vs the refit, relative
+
+struct Run {
+  std::string id, gpu_type, model, kind, set;
+  int seq = 0, batch = 0, gpus = 0, gpus_per_node = 0;
+  double network_gbps = 0;
+  std::optional<int> tp, pp, dp, zero, micro;
+  std::optional<sg::Recompute> recompute;
+  double tokens = 0;
+  double reported = 0;  // tokens per second per GPU
+};
+
+std::optional<int> opt_int(const std::string& field) {
+  if (field == "-") return std::nullopt;
+  return std::stoi(field);
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, sep);) out.push_back(field);
+  return out;
+}
+
+const std::vector<Run>& runs() {
+  static const std::vector<Run> all = [] {
+    std::vector<Run> out;
+    std::ifstream in(SCALEGUARD_SOURCE_DIR "/bench/planner/validation/runs.csv");
+    if (!in) ADD_FAILURE() << "cannot read bench/planner/validation/runs.csv";
+    bool header = true;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      if (header) { header = false; continue; }
+      const auto f = split(line, ';');
+      if (f.size() != 20) {
+        ADD_FAILURE() << "runs.csv: 20 fields expected: " << line;
+        continue;
+      }
+      Run r;
+      r.id = f[0], r.gpu_type = f[1], r.model = f[2];
+      r.seq = std::stoi(f[3]);
+      r.batch = f[4] == "-" ? 0 : std::stoi(f[4]);
+      r.gpus = std::stoi(f[5]);
+      r.gpus_per_node = std::stoi(f[6]);
+      r.network_gbps = std::stod(f[7]);
+      r.tp = opt_int(f[8]), r.pp = opt_int(f[9]), r.dp = opt_int(f[10]);
+      r.zero = opt_int(f[11]), r.micro = opt_int(f[12]);
+      if (f[13] != "-") {
+        auto rc = sg::parse_recompute(f[13]);
+        if (rc) r.recompute = *rc;
+        else ADD_FAILURE() << r.id << ": " << rc.error().str();
+      }
+      r.kind = f[14];
+      r.tokens = f[15] == "-" ? 0 : std::stod(f[15]);
+      r.set = f[16];
+      r.reported = std::stod(f[17]);
+      out.push_back(r);
+    }
+    return out;
+  }();
+  return all;
+}
+
+const sg::Catalog& catalog() {
+  static const sg::Catalog cat = [] {
+    auto c = sg::load_catalog(SCALEGUARD_SOURCE_DIR "/configs/catalog.ini");
+    if (!c) ADD_FAILURE() << c.error().str();
+    return c ? c.value() : sg::Catalog{};
+  }();
+  return cat;
+}
+
+struct Prediction {
+  bool ok = false;
+  std::string error;
+  sg::Plan plan;
+  double tok_s_gpu = 0;
+};
+
+// The run on its own cluster (GPUs per node, node network). A layout the source gives in
+// full is evaluated as it is; otherwise the planner picks the rest at the run's GPU count.
+// Steady-state figures exclude failures; whole runs are the run's tokens over the planner's
+// GPU-hours, failure overhead included. `efficiency` > 0 replaces the catalog's (the refit).
+Prediction predict(const Run& r, double efficiency = 0) {
+  Prediction out;
+  auto fail = [&out](const std::string& why) { out.error = why; return out; };
+  auto spec = sg::parse_model_spec(r.model + ",seq=" + std::to_string(r.seq), catalog());
+  if (!spec) return fail(spec.error().str());
+  auto hw = sg::hardware_for(catalog(), r.gpu_type, "", r.gpus_per_node);
+  if (!hw) return fail(hw.error().str());
+  hw.value().network_gb_s = r.network_gbps / 8;
+  if (r.kind != "e2e") hw.value().node_mtbf_hours = 1e9;
+  if (efficiency > 0) hw.value().gpu.efficiency = efficiency;
+  const sg::Workload work{*spec, r.tokens > 0 ? r.tokens : 1e9, r.batch};
+  if (r.tp && r.pp && r.dp && r.zero && r.micro && r.recompute) {
+    out.plan = sg::evaluate(work, *hw, sg::Layout{*r.tp, *r.pp, *r.dp, *r.zero, *r.micro, *r.recompute});
+  } else {
+    sg::Pins pins;
+    pins.tp = r.tp, pins.pp = r.pp, pins.dp = r.dp, pins.zero = r.zero;
+    pins.micro_batch = r.micro, pins.recompute = r.recompute;
+    auto plan = sg::best_plan_at(work, *hw, r.gpus, pins, sg::Goals{});
+    if (!plan) return fail(plan.error().str());
+    out.plan = *plan;
+  }
+  out.ok = out.plan.step_seconds > 0 && std::isfinite(out.plan.gpu_hours);
+  if (!out.ok) return fail("no finite prediction");
+  out.tok_s_gpu = r.kind == "e2e"
+                      ? r.tokens / (out.plan.gpu_hours * 3600)
+                      : out.plan.global_batch * double(r.seq) / (out.plan.step_seconds * out.plan.gpus);
+  return out;
+}
+
+double error_of(const Run& r) {
+  const Prediction p = predict(r);
+  EXPECT_TRUE(p.ok) << r.id << ": " << p.error;
+  return p.ok ? p.tok_s_gpu / r.reported - 1.0 : INFINITY;
+}
+
+TEST(Validation, RunsCoverEveryCalibratedGpuTypeWithFitAndHeldOutRuns) {
+  ASSERT_GE(runs().size(), 30u);
+  std::map<std::string, std::pair<int, int>> per_type;  // fit, held-out steady-state runs
+  for (const auto& r : runs()) {
+    EXPECT_GT(r.reported, 0) << r.id;
+    EXPECT_NE(catalog().find_gpu(r.gpu_type), nullptr) << r.id << ": " << r.gpu_type;
+    EXPECT_TRUE(r.kind == "bench" || r.kind == "e2e" || r.kind == "beyond") << r.id;
+    EXPECT_TRUE(r.set == "fit" || r.set == "check") << r.id;
+    if (r.kind != "bench") {
+      EXPECT_EQ(r.set, "check") << r.id << ": only steady-state runs calibrate";
+    } else {
+      (r.set == "fit" ? per_type[r.gpu_type].first : per_type[r.gpu_type].second)++;
+    }
+    if (r.kind == "e2e") {
+      EXPECT_GT(r.tokens, 0) << r.id;
+    }
+  }
+  for (const auto& [type, counts] : per_type) {
+    EXPECT_GE(counts.first, 1) << type;
+    EXPECT_GE(counts.second, 1) << type;
+  }
+}
+
+// Prints the table of docs/validation.md (run, layout, reported, predicted, error).
+TEST(Validation, PredictsEveryRun) {
+  std::printf("| run | GPU | GPUs | layout tp x pp x dp, ZeRO, micro-batch, recompute | kind | set "
+              "| reported tok/s/GPU | predicted | error | planner MFU |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& r : runs()) {
+    const Prediction p = predict(r);
+    EXPECT_TRUE(p.ok) << r.id << ": " << p.error;
+    if (!p.ok) continue;
+    const auto& l = p.plan.layout;
+    std::printf("| %s | %s | %d | %dx%dx%d, z%d, %d, %s | %s | %s | %.1f | %.1f | %+.0f%% | %.0f%% |\n",
+                r.id.c_str(), r.gpu_type.c_str(), r.gpus, l.tp, l.pp, l.dp, l.zero, l.micro_batch,
+                sg::to_string(l.recompute), r.kind.c_str(), r.set.c_str(), r.reported, p.tok_s_gpu,
+                100 * (p.tok_s_gpu / r.reported - 1), 100 * p.plan.mfu);
+  }
+}
+
+TEST(Validation, SteadyStateRunsStayWithinTheReportedBand) {
+  for (const auto& r : runs()) {
+    if (r.kind == "bench") {
+      EXPECT_LE(std::fabs(error_of(r)), kSteadyBand) << r.id;
+    }
+  }
+}
+
+TEST(Validation, HeldOutSteadyStateMedianErrorIsTheReportedOne) {
+  std::vector<double> abs_err;
+  for (const auto& r : runs())
+    if (r.kind == "bench" && r.set == "check") abs_err.push_back(std::fabs(error_of(r)));
+  ASSERT_GE(abs_err.size(), 5u);
+  std::sort(abs_err.begin(), abs_err.end());
+  const size_t n = abs_err.size();
+  const double median = n % 2 ? abs_err[n / 2] : (abs_err[n / 2 - 1] + abs_err[n / 2]) / 2;
+  EXPECT_LE(median, kHeldOutMedian);
+}
+
+TEST(Validation, WholeRunsStayWithinTheReportedBand) {
+  for (const auto& r : runs()) {
+    if (r.kind != "e2e") continue;
+    const double err = error_of(r);
+    EXPECT_GE(err, kWholeLow) << r.id;
+    EXPECT_LE(err, kWholeHigh) << r.id;
+  }
+}
+
+TEST(Validation, RunsBeyondTheModelStayWithinTheReportedBand) {
+  for (const auto& r : runs()) {
+    if (r.kind != "beyond") continue;
+    const double err = error_of(r);
+    EXPECT_GE(err, kBeyondLow) << r.id;
+    EXPECT_LE(err, kBeyondHigh) << r.id;
+  }
+}
+
+// Refits each GPU type's efficiency on its fit runs (e <- e * geomean(reported/predicted);
+// communication and bubbles do not scale with e, so iterate to the fixed point) and checks
+// that the catalog holds that value.
+TEST(Validation, CatalogEfficiencyIsTheFitToTheCalibrationRuns) {
+  std::map<std::string, double> fitted;
+  for (const auto& r : runs())
+    if (r.set == "fit") fitted[r.gpu_type] = catalog().find_gpu(r.gpu_type)->efficiency;
+  ASSERT_FALSE(fitted.empty());
+  for (int iter = 0; iter < 8; ++iter) {
+    for (auto& [type, eff] : fitted) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& r : runs()) {
+        if (r.set != "fit" || r.gpu_type != type) continue;
+        const Prediction p = predict(r, eff);
+        ASSERT_TRUE(p.ok) << r.id << ": " << p.error;
+        sum += std::log(r.reported / p.tok_s_gpu), ++n;
+      }
+      eff *= std::exp(sum / n);
+    }
+  }
+  for (const auto& [type, eff] : fitted) {
+    std::printf("fitted efficiency %s = %.3f (catalog %.3f)\n", type.c_str(), eff,
+                catalog().find_gpu(type)->efficiency);
+    EXPECT_NEAR(catalog().find_gpu(type)->efficiency / eff, 1.0, kFitTolerance)
+        << type << ": set `efficiency = " << eff << "` in configs/catalog.ini and rerun";
+  }
+}
+
+}  // namespace

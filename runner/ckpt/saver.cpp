@@ -101,7 +101,17 @@ void Saver::start(Snapshot snap) {
   pending_ = true;
   pending_step_ = snap.step();
   pending_snapshot_ = std::make_unique<Snapshot>(std::move(snap));
-  pending_write_ = std::async(std::launch::async, [this] { return write(*pending_snapshot_); });
+  auto copied = std::make_shared<std::promise<void>>();
+  pending_copied_ = copied->get_future().share();
+  pending_write_ = std::async(std::launch::async, [this, copied] {
+    pending_snapshot_->take_copies();
+    copied->set_value();
+    return write(*pending_snapshot_);
+  });
+}
+
+void Saver::wait_snapshot() {
+  if (pending_) pending_copied_.wait();
 }
 
 std::optional<Result<Committed>> Saver::poll() {

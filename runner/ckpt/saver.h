@@ -8,8 +8,10 @@
 // A crash before the rename leaves only step-N.partial, which readers never open and the
 // next start removes (Store::remove_partials).
 //
-// Asynchronous save: start() takes a Snapshot that owns host copies and writes it on a
-// background thread (step 1 only, no collectives). poll(), called by every rank at every
+// Asynchronous save: start() hands a Snapshot to a background thread, which first takes host
+// copies of referenced tensors (the copy overlaps the next forward/backward; the caller
+// calls wait_snapshot() before its optimizer changes the tensors) and then writes it (step 1
+// only, no collectives). poll(), called by every rank at every
 // step boundary on the main thread, does one all_min on "my write is done"; when it is 1
 // everywhere, steps 2-4 run right there. All collectives thus stay on the main thread in
 // the same order on every rank, interleaved with training's, so nothing can deadlock and
@@ -58,8 +60,12 @@ class Saver {
   // Collective, synchronous. A failure (e.g. disk full) leaves earlier checkpoints intact.
   Result<Committed> save(const Snapshot& snap);
 
-  // Local: starts writing on a background thread. Call finish() first if pending().
+  // Local: starts copying (if the snapshot holds references) and writing on a background
+  // thread. Call finish() first if pending().
   void start(Snapshot snap);
+  // Local: blocks until the snapshot's host copies exist; after it the caller may change
+  // the saved tensors. Returns at once when nothing is pending.
+  void wait_snapshot();
   bool pending() const { return pending_; }
   // Collective while pending (every rank calls it at the same step boundaries): the outcome
   // once every rank's write has finished, nullopt before that or when nothing is pending.
@@ -85,6 +91,7 @@ class Saver {
   bool pending_ = false;
   int64_t pending_step_ = 0;
   std::unique_ptr<Snapshot> pending_snapshot_;
+  std::shared_future<void> pending_copied_;
   std::future<Written> pending_write_;
 };
 

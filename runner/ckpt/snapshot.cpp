@@ -33,6 +33,12 @@ void Snapshot::add(SnapshotTensor t, const at::Tensor& data) {
   tensors_.push_back(std::move(t));
 }
 
+void Snapshot::take_copies() {
+  if (copy_) return;
+  for (auto& t : tensors_) t.data = t.data.clone(at::MemoryFormat::Contiguous);
+  copy_ = true;
+}
+
 void Snapshot::add_slice(const std::string& name, const at::Tensor& data, std::vector<int64_t> global_shape,
                          std::vector<int64_t> offset) {
   add({name, {}, false, std::move(global_shape), std::move(offset)}, data);

@@ -29,8 +29,9 @@ struct SnapshotScalar {
 
 class Snapshot {
  public:
-  // copy=true takes host copies now (asynchronous save); false keeps references, valid
-  // only while the caller leaves the tensors alone (synchronous save).
+  // copy=true takes host copies now; false keeps references, valid only while the caller
+  // leaves the tensors alone (a synchronous save, or an async save until
+  // Saver::wait_snapshot() returns).
   Snapshot(int64_t step, bool copy) : step_(step), copy_(copy) {}
 
   // A box of a global tensor: data is the slice at `offset` of a tensor of `global_shape`.
@@ -42,6 +43,10 @@ class Snapshot {
   void add_rank_state(const std::string& name, const at::Tensor& data);
   void set_scalar(const std::string& group, const std::string& key, int64_t value);
   void set_scalar(const std::string& group, const std::string& key, double value);
+
+  // Replaces referenced tensors by host copies (the async saver does this on its thread).
+  void take_copies();
+  bool owns_copies() const { return copy_; }
 
   int64_t step() const { return step_; }
   const std::vector<SnapshotTensor>& tensors() const { return tensors_; }

@@ -15,9 +15,11 @@ double lr_at(const Config& cfg, int64_t step) {
 }
 
 double clip_grad_norm(FlatLayout& layout, double max_norm) {
+  // Per parameter, not per bucket: the norm (and so the clipped gradients) must not
+  // depend on how parameters are grouped into buckets.
   double sq = 0;
-  for (const auto& b : layout.buckets()) {
-    double n = b.grads.norm().item<double>();
+  for (const auto& p : layout.params()) {
+    double n = p.param.grad().norm().item<double>();
     sq += n * n;
   }
   double norm = std::sqrt(sq);

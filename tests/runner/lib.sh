@@ -1,0 +1,43 @@
+# Shared by the runner tests: a scratch directory, a token file, and mpirun wrappers that
+# can never hang a test run (timeout) and record every rank's own exit code.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+run=${SCALEGUARD_RUN:?set SCALEGUARD_RUN to the scaleguard-run binary}
+mpiexec=${MPIEXEC:-mpirun}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_WAIT_POLICY=passive
+# No plan from a surrounding job may leak into the tests.
+unset SCALEGUARD_STRATEGY SCALEGUARD_TP SCALEGUARD_PP SCALEGUARD_DP SCALEGUARD_ZERO SCALEGUARD_MICRO_BATCH
+work=$(mktemp -d /tmp/scaleguard-runner-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The fortunes corpus (plain files have no extension) as byte tokens.
+fortunes_tokens() {
+  local files
+  files=$(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort)
+  [ -n "$files" ] || fail "no fortunes corpus under /usr/share/games/fortunes (apt-get install fortunes)"
+  # shellcheck disable=SC2086
+  "$run" prep --input $files --output "$1"
+}
+
+# mpi N ARGS...: scaleguard-run on N ranks; stdout/stderr to the caller.
+mpi() {
+  local n=$1; shift
+  timeout 180 "$mpiexec" -np "$n" --oversubscribe --bind-to none "$run" "$@"
+}
+
+# mpi_rc N PREFIX ARGS...: like mpi, but every rank writes its exit code to PREFIX.<rank>.
+# RANK_ENV, when set, is shell code each rank runs first (e.g. a rank-dependent export).
+# Returns mpirun's status (124 after a hang).
+mpi_rc() {
+  local n=$1 prefix=$2; shift 2
+  timeout 120 "$mpiexec" -np "$n" --oversubscribe --bind-to none \
+    bash -c "${RANK_ENV:-}"'
+      "$0" "$@"; rc=$?; echo $rc > '"$prefix"'.$OMPI_COMM_WORLD_RANK; exit $rc' "$run" "$@"
+}
+
+# final_field FILE KEY: a field of the metrics file's {"final":true,...} line.
+final_field() { grep '"final":true' "$1" | sed -E "s/.*\"$2\":\"?([^,\"}]*).*/\1/"; }

@@ -1,5 +1,6 @@
 #include "request.h"
 
+#include <cctype>
 #include <cstring>
 #include <map>
 
@@ -12,7 +13,7 @@ using scaleguard::JobRequest;
 
 constexpr size_t kMaxModel = 256;
 constexpr size_t kMaxPath = 1024;
-constexpr int kMaxIntervalMin = 7 * 24 * 60;
+constexpr int kMaxIntervalMin = 365 * 24 * 60;  // the SPANK side accepts the same range
 
 // --- GPU request ---------------------------------------------------------------------------
 
@@ -54,8 +55,8 @@ constexpr Option kOptions[] = {
     {"train_single_gpu_hours", "--train-single-gpu-hours", "hours like 11, 11h, 90m, 2d or 1-12:00:00"},
     {"train_strategy", "--train-strategy", "auto, single, ddp, zero, pipeline, tensor or hybrid"},
     {"train_deadline", "--train-deadline", "hours like 11, 11h, 90m, 2d or 1-12:00:00"},
-    {"train_ckpt_dir", "--train-ckpt-dir", "an absolute path inside the policy's checkpoint roots"},
-    {"train_ckpt_interval", "--train-ckpt-interval", "auto or whole minutes (1 to 10080)"},
+    {"train_ckpt_dir", "--train-ckpt-dir", "an absolute path of letters, digits and / . _ - + @, without '..', inside the policy's checkpoint roots"},
+    {"train_ckpt_interval", "--train-ckpt-interval", "auto or whole minutes (1 to 525600)"},
 };
 
 const Option* find_option(std::string name) {
@@ -82,6 +83,9 @@ bool check_ckpt_dir(const std::string& v, const scaleguard::Policy& policy, cons
                     RequestError* error) {
   if (v.size() > kMaxPath) return fail(error, o, v, "path too long");
   if (v[0] != '/') return fail(error, o, v, "not an absolute path");
+  for (char c : v)
+    if (!isalnum(static_cast<unsigned char>(c)) && !strchr("/._-+@", c))
+      return fail(error, o, v, std::string("character '") + c + "' is not allowed");
   for (size_t b = 0; b < v.size();) {
     size_t e = v.find('/', b);
     if (e == std::string::npos) e = v.size();

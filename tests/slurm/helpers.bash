@@ -46,16 +46,16 @@ submit() {
 }
 
 # Waits until job $1 ends (at most $2 seconds, default 60: a hang guard, not a measurement);
-# prints the final state.
+# prints the final state (GONE when slurmctld no longer knows the job).
 wait_job() {
   local id=$1 limit=$(( ${2:-60} * 5 )) i state
   for ((i = 0; i < limit; i++)); do
     state=$(squeue -h -j "$id" -t all -o %T 2>/dev/null)
     case $state in
-      PENDING|CONFIGURING|RUNNING|COMPLETING|SUSPENDED|REQUEUED|RESIZING|"") ;;
-      *) echo "$state"; return 0 ;;
+      "") echo GONE; return 0 ;;
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|BOOT_FAIL|DEADLINE)
+        echo "$state"; return 0 ;;
     esac
-    [ -z "$state" ] && { echo GONE; return 0; }
     sleep 0.2
   done
   echo "job $id still $state after ${2:-60} s" >&2
@@ -79,4 +79,49 @@ assert_slurmctld_alive() {
   pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
   kill -0 "$pid" || fail "slurmctld (pid $pid) is gone: see $SCALEGUARD_DEV_DIR/log/slurmctld.log"
   scontrol ping | grep -q 'is UP' || fail "slurmctld does not answer"
+}
+
+# True when `up` loaded the scaleguard SPANK plugin (the --train-* options exist).
+spank_loaded() {
+  grep -q 'scaleguard\.so' "$SCALEGUARD_DEV_DIR/etc/plugstack.conf" 2>/dev/null
+}
+
+# Skips the test unless the SPANK plugin is loaded.
+require_spank() {
+  spank_loaded || skip "scaleguard SPANK plugin not built ($SCALEGUARD_BUILD_DIR/spank-plugin/spank/scaleguard.so): no --train-* options"
+}
+
+# A client-side copy of the cluster's configuration in directory $1 whose plugstack.conf
+# holds $2 (empty: no SPANK plugin). Prints the copy's slurm.conf path. This is what any user
+# can do: SLURM_CONF is theirs to choose.
+client_conf() {
+  mkdir -p "$1"
+  cp "$SCALEGUARD_DEV_DIR"/etc/*.conf "$1/"
+  printf '%s\n' "$2" > "$1/plugstack.conf"
+  chmod -R a+rX "$1"
+  echo "$1/slurm.conf"
+}
+
+# Restarts slurmctld with its saved state (jobs and nodes kept), e.g. after changing
+# etc/job_submit_scaleguard.conf. Fails with the log tail if it does not come back.
+restart_slurmctld() {
+  local pid i
+  pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid" 2>/dev/null) || pid=
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  slurmctld -f "$SLURM_CONF" || true
+  for ((i = 0; i < 100; i++)); do
+    scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
+    sleep 0.1
+  done
+  tail -n 20 "$SCALEGUARD_DEV_DIR/log/slurmctld.log" >&2
+  return 1
+}
+
+# The job id in the output of `sbatch --parsable` captured by `run` (stderr lines such as the
+# plugin's message may come before or after it).
+parsed_job_id() {
+  grep -E '^[0-9]+(;[^ ]*)?$' <<<"$output" | tail -n 1 | cut -d';' -f1
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# The dev cluster itself (scripts/dev-cluster/up): ParallelCluster-like nodes and partitions,
+# fake GPUs, jobs across both nodes, MPI across both nodes, a non-root user.
+
+load helpers
+
+setup_file() {
+  cluster_env
+  export CLUSTER_TMP=$(user_dir)
+  mpicc -o "$CLUSTER_TMP/allreduce" "$BATS_TEST_DIRNAME/data/mpi_allreduce.c"
+  chmod a+rx "$CLUSTER_TMP/allreduce"
+}
+
+teardown_file() {
+  rm -rf "$CLUSTER_TMP"
+}
+
+setup() {
+  cluster_env
+}
+
+@test "two idle p4d nodes with 8 fake A100s and EFA features" {
+  run sinfo -h -N -p gpu-od -o '%N %T %G %f'
+  assert_success
+  assert_line 'gpu-st-p4d-1 idle gpu:a100:8 p4d.24xlarge,efa'
+  assert_line 'gpu-st-p4d-2 idle gpu:a100:8 p4d.24xlarge,efa'
+}
+
+@test "partitions gpu-od (default) and gpu-spot span both nodes" {
+  run sinfo -h -o '%P %D %N'
+  assert_success
+  assert_line 'gpu-od* 2 gpu-st-p4d-[1-2]'
+  assert_line 'gpu-spot 2 gpu-st-p4d-[1-2]'
+}
+
+@test "slurmctld runs job_submit/scaleguard with the configured policy" {
+  run scontrol show config
+  assert_line --regexp '^JobSubmitPlugins +=.*scaleguard'
+  run grep 'job_submit/scaleguard: policy ' "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+}
+
+@test "a 2-node job gets GPUs on both nodes" {
+  # 4 GPUs for 2 days: enough GPU-hours for the policy to allow several GPUs.
+  run srun -N2 -n2 --gpus-per-node=2 --time=2-0 -l bash -c 'echo $SLURMD_NODENAME gpus=$CUDA_VISIBLE_DEVICES'
+  assert_success
+  assert_output --partial 'gpu-st-p4d-1 gpus=0,1'
+  assert_output --partial 'gpu-st-p4d-2 gpus=0,1'
+}
+
+@test "MPI all-reduce across both fake nodes with srun --mpi=pmix" {
+  run srun --mpi=pmix -N2 -n4 "$CLUSTER_TMP/allreduce"
+  assert_success
+  # Ranks 0..3 each contribute rank+1: every rank must see 10.
+  assert_equal "$(grep -c 'sum=10 size=4' <<<"$output")" 4
+}
+
+@test "the non-root test user runs jobs on both nodes" {
+  run as_user "$CLUSTER_TMP" srun -N2 -n2 -l id -un
+  assert_success
+  assert_line "0: $SCALEGUARD_TEST_USER"
+  assert_line "1: $SCALEGUARD_TEST_USER"
+}
+
+@test "each node has its own Open MPI shared-memory directory" {
+  run srun -N2 -n2 -l printenv OMPI_MCA_btl_vader_backing_directory
+  assert_success
+  assert_output --partial "$SCALEGUARD_DEV_DIR/shm/gpu-st-p4d-1"
+  assert_output --partial "$SCALEGUARD_DEV_DIR/shm/gpu-st-p4d-2"
+}

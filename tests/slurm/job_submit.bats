@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# job_submit/scaleguard on the live dev cluster: the decision matrix of real submissions
+# (sbatch, srun, salloc, --test-only, a non-root user), with and without --train-* intent.
+# Numbers in messages come from the planner and configs/policy.ini; these tests check the
+# decision, the rule that made it and where the plan lands.
+
+load helpers
+
+setup_file() {
+  cluster_env
+  export JS_TMP=$(user_dir)
+}
+
+teardown_file() {
+  scancel --quiet --user=root --name=sg-js 2>/dev/null || true
+  rm -rf "$JS_TMP"
+}
+
+setup() {
+  cluster_env
+  cd "$JS_TMP"
+}
+
+# The seed scenario: a 350M-parameter model, tokens chosen so one GPU needs about 11 hours.
+intent=(--train-model=350M --train-tokens=2.6B)
+
+@test "350M on 8 GPUs is refused with the single-GPU cost comparison" {
+  require_spank
+  run sbatch -J sg-js --gpus=8 "${intent[@]}" --wrap true
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+  assert_output --regexp 'single GPU [0-9.]+ h for ~\$[0-9,]+ on spot .* vs 8 GPUs [0-9.]+ h for ~\$[0-9,]+ .*: use 1 GPU'
+  assert_output --partial 'Job violates accounting/QOS policy'
+  refute_output --partial 'Submitted batch job'
+}
+
+@test "the same training on 1 GPU is accepted; the plan is in the comment and the job's environment" {
+  require_spank
+  run sbatch --parsable -J sg-js -o "$JS_TMP/single.out" --gpus=1 --time=12:00:00 "${intent[@]}" \
+    --wrap 'echo strategy=$SCALEGUARD_STRATEGY gpus=$SCALEGUARD_GPUS nodes=$SCALEGUARD_NODES'
+  assert_success
+  assert_output --regexp 'scaleguard: accept'
+  job_id=$(parsed_job_id)
+  run job_comment "$job_id"
+  assert_output --regexp '^scaleguard: accept.*single gpus=1 nodes=1'
+  run wait_job "$job_id"
+  assert_output COMPLETED
+  run cat "$JS_TMP/single.out"
+  assert_output 'strategy=single gpus=1 nodes=1'
+}
+
+@test "a large model gets a multi-node plan in the comment, the batch script and every task" {
+  require_spank
+  run sbatch --parsable -J sg-js -o "$JS_TMP/large.out" -N2 --gpus=16 --time=7-0 \
+    --train-model=llama2-7b --train-tokens=300B \
+    --wrap 'srun -N2 -n2 -l bash -c "echo \$SLURMD_NODENAME nodes=\$SCALEGUARD_NODES gpus=\$SCALEGUARD_GPUS strategy=\$SCALEGUARD_STRATEGY"'
+  assert_success
+  job_id=$(parsed_job_id)
+  run job_comment "$job_id"
+  assert_output --regexp 'gpus=16 nodes=2'
+  run wait_job "$job_id"
+  assert_output COMPLETED
+  run cat "$JS_TMP/large.out"
+  assert_output --regexp '0: gpu-st-p4d-1 nodes=2 gpus=16 strategy=[a-z]+'
+  assert_output --regexp '1: gpu-st-p4d-2 nodes=2 gpus=16 strategy=[a-z]+'
+}
+
+@test "a raw request that must checkpoint is rewritten: requeue and USR1 before the limit" {
+  run sbatch --parsable -J sg-js -H --gpus=8 --time=2-00:00:00 --no-requeue --wrap true
+  assert_success
+  assert_output --regexp 'job rewritten \(requeue, signal=B:USR1@[0-9]+\)'
+  assert_output --partial 'checkpoint_required_gpu_hours'
+  job_id=$(parsed_job_id)
+  run job_field "$job_id" Requeue
+  assert_output 1
+  scancel "$job_id"
+}
+
+@test "the rewritten warning signal reaches the batch script (spot partition)" {
+  # On spot capacity every job must checkpoint; with a 2-minute limit the USR1 that the
+  # rewrite asked for (300 s before the end) is due at once: slurmctld sends it on its next
+  # time-limit pass (every 30 s).
+  cat > "$JS_TMP/trap.sh" <<'SCRIPT'
+#!/bin/bash
+trap 'echo got-USR1; exit 0' USR1
+for i in $(seq 110); do sleep 1; done
+echo no-signal
+SCRIPT
+  run sbatch --parsable -J sg-js -p gpu-spot --gpus=1 --time=2 -o "$JS_TMP/trap.out" "$JS_TMP/trap.sh"
+  assert_success
+  assert_output --partial 'signal=B:USR1'
+  job_id=$(parsed_job_id)
+  run wait_job "$job_id" 150
+  assert_output COMPLETED
+  run cat "$JS_TMP/trap.out"
+  assert_output got-USR1
+}
+
+@test "jobs without --train-* options are judged on GPUs x time (--gpus, --gres, --gpus-per-node)" {
+  run sbatch -J sg-js -H --gpus=8 --wrap true
+  assert_failure
+  assert_output --regexp '8 GPU\(s\) x 1 h = 8 GPU-hours'
+  assert_output --partial 'distributed_min_gpu_hours'
+  run sbatch -J sg-js -H --gres=gpu:a100:8 --wrap true
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+  run sbatch -J sg-js -H -N2 --gpus-per-node=4 --wrap true
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+  run sbatch --parsable -J sg-js -H --gpus=1 --time=4:00:00 --wrap true
+  assert_success
+  assert_output --partial 'scaleguard: accept'
+  scancel "$(parsed_job_id)"
+}
+
+@test "srun: refused with the reason, accepted with the plan line" {
+  run srun -J sg-js --gpus=8 true
+  assert_failure
+  assert_output --partial 'srun: error: scaleguard:'
+  assert_output --partial 'distributed_min_gpu_hours'
+  run srun -J sg-js --gpus=1 true
+  assert_success
+  assert_output --partial 'srun: scaleguard: accept'
+}
+
+@test "salloc: refused with the reason, accepted with the plan line" {
+  run salloc -J sg-js --gpus=8 true
+  assert_failure
+  assert_output --partial 'salloc: error: scaleguard:'
+  run salloc -J sg-js --gpus=1 true
+  assert_success
+  assert_output --partial 'salloc: scaleguard: accept'
+}
+
+@test "sbatch --test-only shows the decision and submits nothing" {
+  before=$(squeue -h -t all | wc -l)
+  run sbatch -J sg-js --test-only --gpus=8 --wrap true
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+  run sbatch -J sg-js --test-only --gpus=1 --wrap true
+  assert_success
+  assert_output --partial 'sbatch: scaleguard: accept'
+  assert_output --regexp 'to start at'
+  assert_equal "$(squeue -h -t all | wc -l)" "$before"
+}
+
+@test "a non-root user's submissions are judged the same way" {
+  run as_user "$JS_TMP" sbatch -J sg-js --gpus=8 --wrap true
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+  run as_user "$JS_TMP" sbatch --parsable -J sg-js -o /dev/null --gpus=1 --wrap 'id -un'
+  assert_success
+  assert_output --partial 'scaleguard: accept'
+  job_id=$(parsed_job_id)
+  run job_field "$job_id" UserId
+  assert_output --regexp "^$SCALEGUARD_TEST_USER\("
+  run job_comment "$job_id"
+  assert_output --regexp '^scaleguard: accept'
+}

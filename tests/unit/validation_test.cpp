@@ -174,20 +174,21 @@ TEST(Validation, RunsCoverEveryCalibratedGpuTypeWithFitAndHeldOutRuns) {
   }
 }
 
-// Prints the table of docs/validation.md (run, layout, reported, predicted, error).
+// Prints the table of docs/validation.md (run, layout, memory, reported, predicted, error).
 TEST(Validation, PredictsEveryRun) {
-  std::printf("| run | GPU | GPUs | layout tp x pp x dp, ZeRO, micro-batch, recompute | kind | set "
-              "| reported tok/s/GPU | predicted | error | planner MFU |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| run | GPU | GPUs | layout tp x pp x dp, ZeRO, micro-batch, recompute | fits (GiB/GPU) "
+              "| kind | set | reported tok/s/GPU | predicted | error | planner MFU |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : runs()) {
     const Prediction p = predict(r);
     EXPECT_TRUE(p.ok) << r.id << ": " << p.error;
     if (!p.ok) continue;
     const auto& l = p.plan.layout;
-    std::printf("| %s | %s | %d | %dx%dx%d, z%d, %d, %s | %s | %s | %.1f | %.1f | %+.0f%% | %.0f%% |\n",
+    std::printf("| %s | %s | %d | %dx%dx%d, z%d, %d, %s | %s (%.0f) | %s | %s | %.1f | %.1f | %+.0f%% | %.0f%% |\n",
                 r.id.c_str(), r.gpu_type.c_str(), r.gpus, l.tp, l.pp, l.dp, l.zero, l.micro_batch,
-                sg::to_string(l.recompute), r.kind.c_str(), r.set.c_str(), r.reported, p.tok_s_gpu,
-                100 * (p.tok_s_gpu / r.reported - 1), 100 * p.plan.mfu);
+                sg::to_string(l.recompute), p.plan.fits ? "yes" : "no", p.plan.memory.total() / (1 << 30),
+                r.kind.c_str(), r.set.c_str(), r.reported, p.tok_s_gpu, 100 * (p.tok_s_gpu / r.reported - 1),
+                100 * p.plan.mfu);
   }
 }
 

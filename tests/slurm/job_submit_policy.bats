@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# job_submit/scaleguard's policy lifecycle in slurmctld: a changed policy file takes effect
+# without a restart (here: a rule switched to `rewrite`, which cuts a job's GPUs), a broken
+# change is logged with file and line while the last good policy stays in force, and a broken
+# policy at start stops slurmctld loudly. Works on a copy of configs/; restores the cluster.
+
+load helpers
+
+setup_file() {
+  cluster_env
+  export POL_TMP=$(user_dir)
+  cp "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$POL_TMP/"
+  export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
+  cp "$SETTINGS" "$POL_TMP/settings.orig"
+  sed -i "s|^policy=.*|policy=$POL_TMP/policy.ini|" "$SETTINGS"
+  restart_slurmctld
+}
+
+teardown_file() {
+  scancel --quiet --name=sg-pol 2>/dev/null || true
+  cp "$POL_TMP/settings.orig" "$SETTINGS"
+  restart_slurmctld
+  rm -rf "$POL_TMP"
+}
+
+setup() {
+  cluster_env
+  cd "$POL_TMP"
+}
+
+# Submits (held) until the answer matches $1: the plugin looks at the file at most once a
+# second, so a change shows within a few submissions. Bounded: 50 tries.
+submit_until() {
+  local pattern=$1 i; shift
+  for ((i = 0; i < 50; i++)); do
+    run sbatch -J sg-pol -H "$@" --wrap true
+    [[ $output =~ $pattern ]] && return 0
+    sleep 0.2
+  done
+  fail "no submission matched '$pattern'; last: $output"
+}
+
+@test "the copied policy refuses 8 GPUs for 1 hour" {
+  run sbatch -J sg-pol -H --gpus=8 --wrap true
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+}
+
+@test "a changed policy takes effect without a restart: the job is cut to one GPU" {
+  sed -i 's/^distributed_min_gpu_hours *=.*/distributed_min_gpu_hours = 100 rewrite/' "$POL_TMP/policy.ini"
+  submit_until 'job rewritten' --parsable --gpus=8
+  assert_success
+  assert_output --regexp 'job rewritten \(GPUs=1'
+  job_id=$(parsed_job_id)
+  run job_field "$job_id" TresPerJob
+  assert_output 'gres:gpu:1'
+  run grep -F "reloaded policy $POL_TMP/policy.ini" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+}
+
+@test "a broken change is logged with file and line; the last good policy stays" {
+  echo 'distributed_min_gpu_hours = lots reject' >> "$POL_TMP/policy.ini"
+  local line
+  line=$(wc -l < "$POL_TMP/policy.ini")
+  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log i
+  for ((i = 0; i < 50; i++)); do
+    run sbatch -J sg-pol -H --gpus=8 --wrap true
+    grep -q "policy reload failed.*$POL_TMP/policy.ini:$line" "$log" && break
+    sleep 0.2
+  done
+  run grep "policy reload failed, keeping the last good policy: $POL_TMP/policy.ini:$line" "$log"
+  assert_success
+  # Still the last good policy (rewrite), not the broken one and not the original.
+  run sbatch -J sg-pol -H --gpus=8 --wrap true
+  assert_success
+  assert_output --regexp 'job rewritten \(GPUs=1'
+}
+
+@test "a broken policy at start stops slurmctld with the file and line in its log" {
+  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log pid from i
+  pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
+  kill -TERM "$pid"
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  from=$(( $(wc -l < "$log") + 1 ))
+  slurmctld -f "$SLURM_CONF" || true
+  for ((i = 0; i < 100; i++)); do
+    tail -n +"$from" "$log" | grep -q 'fatal: failed to initialize job_submit plugin' && break
+    sleep 0.1
+  done
+  run bash -c "tail -n +$from '$log'"
+  assert_line --regexp "cannot load the policy: $POL_TMP/policy.ini:[0-9]+: "
+  assert_line --partial 'fatal: failed to initialize job_submit plugin'
+  run scontrol ping
+  assert_output --partial 'DOWN'
+  # Fixed file: it starts again (teardown restores the original settings).
+  cp "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" "$POL_TMP/policy.ini"
+  restart_slurmctld
+  assert_slurmctld_alive
+}

@@ -38,12 +38,7 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   });
 }
 
-// slurmstepd, once per node and step, privileges already dropped to the job's user.
-int slurm_spank_user_init(spank_t sp, int, char**) {
-  return guarded("user_init", [&]() -> int { return spank_context() == S_CTX_REMOTE ? remote_user_init(sp) : 0; });
-}
-
-// slurmstepd, once per task, in the task's process just before exec.
+// slurmstepd, once per task, in the task's process (already the job's user) just before exec.
 int slurm_spank_task_init(spank_t sp, int, char**) {
   return guarded("task_init", [&]() -> int { return spank_context() == S_CTX_REMOTE ? remote_task_init(sp) : 0; });
 }

@@ -60,7 +60,6 @@ constexpr int kFail = -1;
 int submit_init(spank_t sp);
 int submit_post_opt(spank_t sp);
 int remote_init(spank_t sp);
-int remote_user_init(spank_t sp);
 int remote_task_init(spank_t sp);
 
 // Runs `body` and turns any exception into kFail with a slurm_error line: nothing

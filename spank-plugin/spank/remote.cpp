@@ -1,6 +1,6 @@
-// slurmstepd (remote context): the checkpoint directory (user_init, once per node and step)
-// and each task's environment (task_init): the plan from slurmctld, rank and rendezvous
-// variables, and the NCCL/EFA profile for this node. A variable the user set always wins.
+// slurmstepd (remote context), in each task's process just before exec, as the job's user:
+// the checkpoint directory, then the task's environment: the plan from slurmctld, rank and
+// rendezvous variables, and the NCCL/EFA profile for this node. A user's variable wins.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -17,8 +17,6 @@ namespace {
 // job inherits the batch script's environment; a value that still hashes to what we set
 // there is ours to recompute (this node's NCCL profile, this step's ranks), not the user's.
 constexpr const char* kMarker = "SCALEGUARD_INJECTED";
-
-std::string ckpt_dir;  // resolved in user_init; task_init runs in a child of the same process
 
 std::string hash(const std::string& value) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
@@ -91,16 +89,14 @@ bool nccl_vars(const Env& env, EnvList& out, std::string& error) {
   return true;
 }
 
-}  // namespace
-
-int remote_init(spank_t sp) { return register_options(sp); }
-
-int remote_user_init(spank_t sp) {
-  const Env env = job_env(sp);
-  std::string dir = option_value("train-ckpt-dir");
+// Here rather than in user_init: in 22.05 a failing user_init makes slurmd report "batch job
+// complete failure" and DRAIN the node (and the job shows COMPLETED, exit 0) for what is the
+// user's mistake; a failing task_init fails only the task (exit 1, message in its output).
+bool make_ckpt_dir(spank_t sp, const Env& env, std::string& dir) {
+  dir = option_value("train-ckpt-dir");
   for (const char* name : {"SCALEGUARD_CKPT_DIR", "SCALEGUARD_TRAIN_CKPT_DIR"})
     if (dir.empty()) dir = get(env, name);
-  if (dir.empty()) return 0;
+  if (dir.empty()) return true;
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> roots;
@@ -108,13 +104,19 @@ int remote_user_init(spank_t sp) {
   if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
     error = "cannot read the job's uid/gid";
   else if (checkpoint_roots(roots, error) && check_ckpt_dir(dir, roots, error) && create_ckpt_dir(dir, uid, gid, error))
-    return ckpt_dir = dir, 0;
+    return true;
   slurm_error("scaleguard: checkpoint directory '%.200s': %s", dir.c_str(), error.c_str());
-  return kFail;
+  return false;
 }
+
+}  // namespace
+
+int remote_init(spank_t sp) { return register_options(sp); }
 
 int remote_task_init(spank_t sp) {
   Env env = job_env(sp);
+  std::string ckpt_dir;
+  if (!make_ckpt_dir(sp, env, ckpt_dir)) return kFail;
   const std::string job = item<uint32_t>(sp, S_JOB_ID);
   uint32_t step_id = 0;
   if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) throw std::runtime_error("no step id");

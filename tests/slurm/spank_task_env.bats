@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# scaleguard SPANK plugin, compute side: every task gets rank and rendezvous variables, the
+# plan, and the NCCL/EFA profile of its own node (gpu-st-p4d-1 sees the fake EFA tree in
+# tests/slurm/data/sysfs/, gpu-st-p4d-2 none); a variable the user set is never changed.
+load helpers
+
+setup_file() { cluster_env; }
+setup() {
+  cluster_env
+  work=$(user_dir)
+  efa_lib=$SCALEGUARD_SOURCE_DIR/tests/slurm/data/sysfs/gpu-st-p4d-1/opt/amazon/ofi-nccl/lib
+}
+teardown() { rm -rf "$work"; }
+
+# Prints "PROCID NAME=VALUE ..." for the named variables, one task per line, sorted.
+show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT SLURMD_NODENAME \
+  FI_PROVIDER FI_EFA_USE_DEVICE_RDMA NCCL_IB_DISABLE NCCL_BUFFSIZE NCCL_SOCKET_IFNAME \
+  NCCL_TUNER_PLUGIN LD_LIBRARY_PATH SCALEGUARD_NCCL_PROFILE SCALEGUARD_EFA_DEVICES \
+  SCALEGUARD_INSTANCE_TYPE SCALEGUARD_STRATEGY SCALEGUARD_TP; do
+  printf "%s %s=%s\n" "$SLURM_PROCID" "$v" "${!v-unset}"; done'
+
+@test "srun over two nodes: ranks, world size, first node and job-derived port" {
+  run srun -N2 --ntasks-per-node=2 bash -c "$show"
+  assert_success
+  local job port
+  job=$(sed -n 's/.*MASTER_PORT=//p' <<<"$output" | head -n1)
+  for t in 0 1 2 3; do
+    assert_line "$t RANK=$t"
+    assert_line "$t LOCAL_RANK=$((t % 2))"
+    assert_line "$t WORLD_SIZE=4"
+    assert_line "$t LOCAL_WORLD_SIZE=2"
+    assert_line "$t MASTER_ADDR=gpu-st-p4d-1"
+    assert_line "$t MASTER_PORT=$job"
+  done
+  (( job >= 20000 && job < 30000 ))
+}
+
+@test "MASTER_PORT is 20000 + job id mod 10000" {
+  run sbatch --wait -o "$work/out" --wrap 'echo "$SLURM_JOB_ID $MASTER_PORT"'
+  assert_success
+  read -r id port < "$work/out"
+  [ "$port" = "$((20000 + id % 10000))" ]
+}
+
+@test "NCCL/EFA profile per node: EFA tree on gpu-st-p4d-1, TCP on gpu-st-p4d-2" {
+  run srun -N2 -n2 bash -c "$show"
+  assert_success
+  assert_line "0 SLURMD_NODENAME=gpu-st-p4d-1"
+  assert_line "0 SCALEGUARD_NCCL_PROFILE=efa-v1"
+  assert_line "0 SCALEGUARD_EFA_DEVICES=2"
+  assert_line "0 SCALEGUARD_INSTANCE_TYPE=p4d.24xlarge"
+  assert_line "0 FI_PROVIDER=efa"
+  assert_line "0 FI_EFA_USE_DEVICE_RDMA=1"
+  assert_line "0 NCCL_BUFFSIZE=8388608"
+  assert_line "0 NCCL_TUNER_PLUGIN=$efa_lib/libnccl-ofi-tuner.so"
+  assert_line "0 LD_LIBRARY_PATH=$efa_lib"
+  assert_line "1 SLURMD_NODENAME=gpu-st-p4d-2"
+  assert_line "1 SCALEGUARD_NCCL_PROFILE=tcp-v1"
+  assert_line "1 SCALEGUARD_EFA_DEVICES=0"
+  assert_line "1 NCCL_IB_DISABLE=1"
+  assert_line "1 FI_PROVIDER=unset"
+  assert_line "1 NCCL_TUNER_PLUGIN=unset"
+  assert_line "1 SCALEGUARD_INSTANCE_TYPE=unset"
+}
+
+@test "values the user set are kept; LD_LIBRARY_PATH is prepended to" {
+  FI_PROVIDER=tcp NCCL_BUFFSIZE=4096 NCCL_SOCKET_IFNAME=eth9 RANK=42 LD_LIBRARY_PATH=/opt/mine \
+    run srun -w gpu-st-p4d-1 -n1 bash -c "$show"
+  assert_success
+  assert_line "0 FI_PROVIDER=tcp"
+  assert_line "0 NCCL_BUFFSIZE=4096"
+  assert_line "0 NCCL_SOCKET_IFNAME=eth9"
+  assert_line "0 RANK=42"
+  assert_line "0 LD_LIBRARY_PATH=$efa_lib:/opt/mine"
+  assert_line "0 FI_EFA_USE_DEVICE_RDMA=1"   # not set by the user: the profile's value
+}
+
+@test "batch job: the script is one process; its srun step gets per-task and per-node values" {
+  cat > "$work/job.sh" <<EOS
+#!/bin/bash
+$show
+export NCCL_BUFFSIZE=1234
+srun bash -c '$(sed "s/'/'\\\\''/g" <<<"$show")' | sed 's/^/step /'
+EOS
+  run sbatch --wait -N2 --ntasks-per-node=2 -o "$work/out" "$work/job.sh"
+  assert_success
+  run cat "$work/out"
+  assert_line "0 RANK=0"
+  assert_line "0 WORLD_SIZE=1"
+  assert_line "0 LOCAL_WORLD_SIZE=1"
+  assert_line "0 FI_PROVIDER=efa"
+  for t in 0 1 2 3; do
+    assert_line "step $t RANK=$t"
+    assert_line "step $t WORLD_SIZE=4"
+    assert_line "step $t NCCL_BUFFSIZE=1234"     # set by the script: the user's value
+  done
+  # Inherited from the script on node 1, recomputed on node 2.
+  assert_line "step 2 FI_PROVIDER=unset"
+  assert_line "step 2 SCALEGUARD_NCCL_PROFILE=tcp-v1"
+  assert_line "step 0 FI_PROVIDER=efa"
+}
+
+@test "plan variables carried as SLURM_SPANK_SCALEGUARD_* become SCALEGUARD_*; user's win" {
+  SLURM_SPANK_SCALEGUARD_STRATEGY=ddp SLURM_SPANK_SCALEGUARD_TP=4 SCALEGUARD_TP=3 \
+    run srun -n1 bash -c "$show"
+  assert_success
+  assert_line "0 SCALEGUARD_STRATEGY=ddp"
+  assert_line "0 SCALEGUARD_TP=3"
+}
+
+@test "a job accepted by job_submit/scaleguard carries its plan into the tasks" {
+  grep -q '^JobSubmitPlugins=scaleguard' "$SLURM_CONF" || skip "dev cluster runs without job_submit/scaleguard"
+  run sbatch --wait -o "$work/out" --gpus=1 --train-model=350M --train-single-gpu-hours=2 \
+    --wrap 'srun -n1 env'
+  assert_success
+  run grep '^SCALEGUARD_STRATEGY=' "$work/out"
+  assert_success
+}

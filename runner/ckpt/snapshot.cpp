@@ -29,13 +29,17 @@ void Snapshot::add(SnapshotTensor t, const at::Tensor& data) {
   const bool on_cpu = data.device().is_cpu();
   at::Tensor host = data.detach().to(at::kCPU);
   t.data = copy_ && on_cpu ? host.clone(at::MemoryFormat::Contiguous) : host.contiguous();
+  t.owned = copy_ || !on_cpu;
   bytes_ += t.data.nbytes();
   tensors_.push_back(std::move(t));
 }
 
 void Snapshot::take_copies() {
   if (copy_) return;
-  for (auto& t : tensors_) t.data = t.data.clone(at::MemoryFormat::Contiguous);
+  for (auto& t : tensors_) {
+    if (!t.owned) t.data = t.data.clone(at::MemoryFormat::Contiguous);
+    t.owned = true;
+  }
   copy_ = true;
 }
 

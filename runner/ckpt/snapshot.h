@@ -18,6 +18,7 @@ struct SnapshotTensor {
   bool rank_scoped = false;           // true: this rank's own state, no global meaning
   std::vector<int64_t> global_shape;
   std::vector<int64_t> offset;        // where data sits in the global tensor
+  bool owned = false;                 // data is this snapshot's own copy
 };
 
 // An HDF5 attribute: group "state" key "epoch", or group "optim/w" key "step".

@@ -54,6 +54,10 @@ Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {
   MPI_Get_processor_name(host, &len);
   l.host.assign(host, static_cast<size_t>(len));
 
+  // Every later start-up collective blocks; first make sure all ranks arrived at all.
+  MPI_Request arrived;
+  MPI_Ibarrier(MPI_COMM_WORLD, &arrived);
+  wait_or_abort(l, &arrived, "all ranks started");
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &l.node_comm);
   MPI_Comm_rank(l.node_comm, &l.local_rank);
   MPI_Comm_size(l.node_comm, &l.local_size);

@@ -51,6 +51,16 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
   layout_ = std::make_unique<FlatLayout>(*model_, static_cast<int64_t>(cfg.bucket_mb * (1 << 20)));
   dp_ = std::make_unique<DataParallel>(*layout_, *grid_.dp_group, !cfg.no_overlap);
   optim_ = std::make_unique<AdamW>(*layout_, cfg);
+  if (launch_.rank == 0) {
+    int64_t n = 0;
+    for (const auto& p : layout_->params()) n += p.numel;
+    std::fprintf(stderr,
+                 "scaleguard-run: model %s: %lld parameters (%lld bytes) in %zu buckets; %lld micro-batches of %lld "
+                 "per rank; %llu samples per epoch\n",
+                 cfg.model.c_str(), static_cast<long long>(n), static_cast<long long>(n * static_cast<int64_t>(layout_->buckets()[0].params.element_size())), layout_->buckets().size(),
+                 static_cast<long long>(accum_), static_cast<long long>(cfg.micro_batch),
+                 static_cast<unsigned long long>(sampler_.n()));
+  }
   if (launch_.rank == 0 && !cfg.metrics.empty()) {
     metrics_ = std::fopen(cfg.metrics.c_str(), "w");
     if (!metrics_) throw RunError("cannot write metrics file '" + cfg.metrics + "': " + std::strerror(errno));

@@ -1,0 +1,38 @@
+// Raw MPI_Allreduce (sum, in place, float) of --bytes, one message, --iters times after a
+// barrier each; rank 0 prints the median and mean milliseconds of its own calls.
+//   mpirun -np 2 runner_allreduce_bench BYTES ITERS
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc != 3) {
+    if (rank == 0) std::fprintf(stderr, "usage: runner_allreduce_bench BYTES ITERS\n");
+    MPI_Finalize();
+    return 64;
+  }
+  long bytes = std::atol(argv[1]);
+  int iters = std::atoi(argv[2]);
+  std::vector<float> buf(static_cast<size_t>(bytes) / sizeof(float), 1.0f);
+  std::vector<double> ms;
+  for (int i = -5; i < iters; ++i) {  // 5 warm-up calls
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (i >= 0) ms.push_back((MPI_Wtime() - t0) * 1e3);
+  }
+  if (rank == 0) {
+    std::sort(ms.begin(), ms.end());
+    double mean = 0;
+    for (double m : ms) mean += m / static_cast<double>(ms.size());
+    std::printf("{\"bytes\":%ld,\"iters\":%d,\"median_ms\":%.4f,\"mean_ms\":%.4f}\n", bytes, iters, ms[ms.size() / 2], mean);
+  }
+  MPI_Finalize();
+  return 0;
+}

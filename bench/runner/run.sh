@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runner benchmark, all in one run on the same machine (see BENCHMARKS.md, Runner):
+#  1. samples/s of scaleguard-run data parallel vs PyTorch DDP (python3-torch, gloo):
+#     configs/examples/mlp.ini, 2 ranks x THREADS torch threads, the same global batch;
+#  2. gradient communication per step (bucketed all-reduce after backward, --no-overlap)
+#     vs a raw MPI_Allreduce of the same bytes in one message.
+# usage: bench/runner/run.sh [BUILD_DIR]      (STEPS=150 THREADS=1 may be set)
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$src/build}" && pwd)
+run=$build/runner/scaleguard-run
+raw=$build/bench/runner/runner_allreduce_bench
+steps=${STEPS:-150}
+threads=${THREADS:-1}
+batch=128
+[ -x "$run" ] && [ -x "$raw" ] || { echo "build first: cmake --build $build --target scaleguard-run runner_allreduce_bench" >&2; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$threads
+work=$(mktemp -d /tmp/scaleguard-bench-runner.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+mpi2=(mpirun -np 2 --bind-to none)
+
+# shellcheck disable=SC2046
+"$run" prep --input $(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort) --output tokens.bin 2>/dev/null
+train=(train --config "$src/configs/examples/mlp.ini" --data tokens.bin --steps "$steps" --global-batch $batch
+       --threads "$threads" --log-every 1 --quiet)
+
+# median FILE KEY: median of KEY over the metrics lines after 5 warm-up steps.
+median() {
+  /usr/bin/python3 -c '
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if "\"final\"" not in l]
+print(statistics.median(r[sys.argv[2]] for r in rows[5:]))' "$1" "$2"
+}
+
+echo "== scaleguard-run data parallel (overlap, 25 MB buckets)"
+"${mpi2[@]}" "$run" "${train[@]}" --metrics sg.jsonl 2> sg.log
+bytes=$(sed -nE 's/.*parameters \(([0-9]+) bytes\).*/\1/p' sg.log)
+sg=$(median sg.jsonl samples_per_s)
+
+echo "== PyTorch DDP (gloo)"
+/usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 --log_dir "$work/torchrun" \
+  "$src/bench/runner/ddp_baseline.py" tokens.bin "$steps" $batch "$threads" ddp.json > ddp.log 2>&1
+ddp=$(/usr/bin/python3 -c 'import json; print(json.load(open("ddp.json"))["samples_per_s"])')
+
+echo "== communication: bucketed all-reduce after backward vs raw MPI_Allreduce of $bytes bytes"
+"${mpi2[@]}" "$run" "${train[@]}" --no-overlap --metrics b25.jsonl 2>/dev/null
+"${mpi2[@]}" "$run" "${train[@]}" --no-overlap --bucket-mb 1 --metrics b1.jsonl 2>/dev/null
+"${mpi2[@]}" "$raw" "$bytes" "$steps" > raw.json
+c25=$(median b25.jsonl comm_ms)
+c1=$(median b1.jsonl comm_ms)
+r=$(/usr/bin/python3 -c 'import json; print(json.load(open("raw.json"))["median_ms"])')
+
+/usr/bin/python3 - "$sg" "$ddp" "$c25" "$c1" "$r" "$bytes" "$steps" "$threads" <<'PY'
+import sys
+sg, ddp, c25, c1, raw = map(float, sys.argv[1:6])
+bytes_, steps, threads = sys.argv[6:9]
+print(f"\nMLP (configs/examples/mlp.ini), global batch 128, 2 ranks x {threads} thread(s), {steps} steps, medians")
+print(f"| measure | scaleguard-run | baseline | ratio | target |")
+print(f"|---|---|---|---|---|")
+print(f"| samples/s vs PyTorch DDP (gloo) | {sg:.0f} | {ddp:.0f} | {sg / ddp:.2f}x | >= 1.2x |")
+print(f"| comm ms/step, 25 MB buckets vs raw MPI_Allreduce of {bytes_} B | {c25:.2f} | {raw:.2f} | {c25 / raw - 1:+.0%} | <= +10% |")
+print(f"| comm ms/step, 1 MB buckets vs raw MPI_Allreduce | {c1:.2f} | {raw:.2f} | {c1 / raw - 1:+.0%} | (informational) |")
+PY

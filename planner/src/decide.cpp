@@ -29,12 +29,32 @@ int ask_minutes(double hours, const Partition& part) {
 }
 
 struct Judge {
+  Judge(const JobRequest& j, const Policy& p, const Partition& pt) : job(j), policy(p), part(pt) {}
   const JobRequest& job;
   const Policy& policy;
   const Partition& part;
   Decision d;
   Action max_action = Action::accept;
-  std::vector<std::string> asks;  // "what to ask for instead" pieces
+  // "What to ask for instead": the first suggestion of each kind wins (rules run from the
+  // most to the least fundamental), so the pieces never contradict each other.
+  std::optional<int> ask_gpus, ask_nodes, ask_time;
+  std::optional<Plan> suggestion;
+  void ask(std::optional<int> gpus, std::optional<int> minutes, const Plan* plan = nullptr) {
+    if (gpus && !ask_gpus) {
+      ask_gpus = gpus;
+      if (plan) suggestion = *plan, ask_nodes = plan->nodes;
+      if (minutes) ask_time = minutes;
+    } else if (!gpus && minutes && !ask_time) {
+      ask_time = minutes;
+    }
+  }
+  std::string ask_text() const {
+    std::string out;
+    if (ask_gpus) out += text::format(" --gpus=%d", *ask_gpus);
+    if (ask_nodes && *ask_nodes > 1) out += text::format(" --nodes=%d", *ask_nodes);
+    if (ask_time) out += " --time=" + slurm_time(*ask_time);
+    return out;
+  }
 
   const Rule& rule(RuleId id) const { return part.rules[static_cast<int>(id)]; }
   bool on(RuleId id) const { return rule(id).enabled; }
@@ -94,7 +114,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     d.message = d.summary;
     return d;
   }
-  Judge j{job, policy, *part, {}, Action::accept, {}};
+  Judge j(job, policy, *part);
   Decision& d = j.d;
   const int gpn = part->inst.gpus;
 
@@ -138,7 +158,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       if (j.fire(RuleId::multi_node_fabric, text::format("%d nodes on fabric %s: multi-node jobs need efa or ib", nodes,
                                                          to_string(part->fabric))))
         new_nodes = 1, new_gpus = std::min(gpus, gpn);
-      j.asks.push_back(text::format("--nodes=1 --gpus=%d", std::min(gpus, gpn)));
+      j.ask(std::min(gpus, gpn), std::nullopt);
     }
     if (gpus > 1 && j.on(RuleId::distributed_min_gpu_hours) &&
         gpu_hours < j.threshold(RuleId::distributed_min_gpu_hours)) {
@@ -148,7 +168,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                               text::num(hours).c_str(), text::num(gpu_hours, 1).c_str(),
                               text::num(j.threshold(RuleId::distributed_min_gpu_hours)).c_str())))
         new_gpus = 1, new_nodes = 1, new_time = one;
-      j.asks.push_back("--gpus=1 --time=" + slurm_time(one));
+      j.ask(1, one);
     }
     if (j.on(RuleId::max_job_gpu_hours) && gpu_hours > j.threshold(RuleId::max_job_gpu_hours)) {
       const int capped = std::max(1, static_cast<int>(j.threshold(RuleId::max_job_gpu_hours) / gpus * 60));
@@ -156,7 +176,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                                                          text::num(gpu_hours, 0).c_str(),
                                                          text::num(j.threshold(RuleId::max_job_gpu_hours)).c_str())))
         new_time = capped;
-      j.asks.push_back("--time=" + slurm_time(capped));
+      j.ask(std::nullopt, capped);
     }
     if (j.on(RuleId::checkpoint_required_gpu_hours) &&
         (spot || gpu_hours >= j.threshold(RuleId::checkpoint_required_gpu_hours))) {
@@ -227,8 +247,8 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     Plan chosen;
     bool have_plan = false;
     if (!asked) {
-      // The request cannot hold the model: say how many GPUs it needs.
-      auto rec = choose_plan(w, hw, pins, goals);
+      // The request cannot hold the model: say how many GPUs it needs at least.
+      auto rec = fewest_gpus_plan(w, hw, gpus * 2, pins, goals);
       std::string detail = asked.error().message;
       if (rec) detail += "; " + plan_line(rec.value());
       if (j.on(RuleId::must_fit_memory)) {
@@ -237,7 +257,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       } else {
         d.rules.push_back(RuleHit{"must_fit_memory", Action::warn, detail});
       }
-      if (rec) j.asks.push_back(text::format("--gpus=%d", rec.value().gpus));
+      if (rec) j.ask(rec.value().gpus, ask_minutes(rec.value().wall_hours, *part), &rec.value());
       if (!rec) j.max_action = Action::reject;  // nothing fits at all: nothing to run
     } else {
       chosen = asked.value();
@@ -263,9 +283,9 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                          "fits one GPU and finishes in " + text::num(one.wall_hours, 1) + " h <= " +
                              text::num(j.threshold(RuleId::single_gpu_max_hours)) + " h: stay single");
       }
-      if (d.rules.size() && (d.rules.back().id == "single_gpu_max_hours" ||
-                             d.rules.back().id == "distributed_min_gpu_hours"))
-        j.asks.push_back("--gpus=1 --time=" + slurm_time(one_time));
+      if (!d.rules.empty() && (d.rules.back().id == "single_gpu_max_hours" ||
+                               d.rules.back().id == "distributed_min_gpu_hours"))
+        j.ask(1, one_time, &one);
       if (to_one) new_gpus = 1, new_nodes = 1, new_time = one_time, chosen = one;
     }
     if (have_plan && gpus == 1 && single_fits && j.on(RuleId::consider_distributed_hours) &&
@@ -277,7 +297,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                    "one GPU takes " + text::num(single.value().wall_hours, 0) + " h > " +
                        text::num(j.threshold(RuleId::consider_distributed_hours)) + " h; " + plan_line(r)))
           new_gpus = r.gpus, new_nodes = r.nodes, new_time = ask_minutes(r.wall_hours, *part), chosen = r;
-        j.asks.push_back(text::format("--gpus=%d --time=%s", r.gpus, slurm_time(ask_minutes(r.wall_hours, *part)).c_str()));
+        j.ask(r.gpus, ask_minutes(r.wall_hours, *part), &r);
       }
     }
     if (have_plan && chosen.gpus > 1 && !new_gpus) {
@@ -295,7 +315,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
         if (cap) detail += "; " + plan_line(cap.value());
         if (j.fire(RuleId::max_comm_ratio, detail) && cap)
           new_gpus = n, new_nodes = cap.value().nodes, chosen = cap.value();
-        if (cap) j.asks.push_back(text::format("--gpus=%d", n));
+        if (cap) j.ask(n, ask_minutes(cap.value().wall_hours, *part), &cap.value());
       }
       if (!new_gpus && j.on(RuleId::min_doubling_speedup) && chosen.gpus % 2 == 0) {
         auto half = best_plan_at(w, hw, chosen.gpus / 2, pins, goals);
@@ -307,7 +327,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                                     speedup, text::num(j.threshold(RuleId::min_doubling_speedup)).c_str()) +
                            "; " + plan_line(half.value())))
               new_gpus = half.value().gpus, new_nodes = half.value().nodes, chosen = half.value();
-            j.asks.push_back(text::format("--gpus=%d", half.value().gpus));
+            j.ask(half.value().gpus, ask_minutes(half.value().wall_hours, *part), &half.value());
           }
         }
       }
@@ -338,7 +358,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                                        " is shorter: the job must checkpoint and resume"
                                  : "")))
           new_time = need;
-        j.asks.push_back("--time=" + slurm_time(need));
+        j.ask(std::nullopt, need);
       }
       add_plan_env(d, chosen, job);
       d.plan_json = to_json(chosen);
@@ -366,11 +386,19 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     d.message = "scaleguard: " + head + ": " + verdict + ".";
     if (have_plan) d.message += " Plan: " + plan_line(chosen) + ".";
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
-    if (have_plan)
-      d.summary = text::format("scaleguard: %s: %s gpus=%d nodes=%d tp=%d pp=%d dp=%d %sh $%.0f", to_string(d.action),
-                               to_string(chosen.strategy), chosen.gpus, chosen.nodes, chosen.layout.tp,
-                               chosen.layout.pp, chosen.layout.dp, text::num(chosen.wall_hours, 1).c_str(),
-                               spot ? chosen.cost_spot : chosen.cost_on_demand);
+    if (have_plan) {
+      std::string ids;
+      for (const auto& r : d.rules) ids += (ids.empty() ? " [" : ",") + r.id;
+      if (!ids.empty()) ids += "]";
+      // A refused job shows what to run instead; the others show the plan that will run.
+      const Plan& shown = d.action == Action::reject && j.suggestion ? *j.suggestion : chosen;
+      d.summary = text::format("scaleguard: %s%s: %s%s gpus=%d nodes=%d tp=%d pp=%d dp=%d zero=%d %sh ~%s %s",
+                               to_string(d.action), ids.c_str(), &shown == &chosen ? "" : "use ",
+                               to_string(shown.strategy), shown.gpus, shown.nodes, shown.layout.tp, shown.layout.pp,
+                               shown.layout.dp, shown.layout.zero, text::num(shown.wall_hours, 1).c_str(),
+                               text::money(spot ? shown.cost_spot : shown.cost_on_demand).c_str(),
+                               to_string(part->capacity));
+    }
   }
   d.action = j.max_action;
   if (d.action != Action::rewrite) d.rewrite = Rewrite{};
@@ -390,11 +418,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     d.message = d.summary + ".";
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
   }
-  if (!j.asks.empty() && d.action != Action::accept) {
-    d.message += " Ask for instead:";
-    for (const auto& a : j.asks) d.message += " " + a;
-    d.message += ".";
-  }
+  if ((j.ask_gpus || j.ask_time) && d.action != Action::accept) d.message += " Ask for instead:" + j.ask_text() + ".";
   return d;
 }
 

@@ -1,4 +1,5 @@
 // Model specs -> ModelSpec (shape, precision, optimizer, pinned recompute).
+#include <cctype>
 #include <cmath>
 
 #include "parse_number.h"
@@ -109,6 +110,8 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
         continue;
       }
       auto count = parse_count(item);
+      if (!count && (std::isdigit(static_cast<unsigned char>(item[0])) || item[0] == '-' || item[0] == '.'))
+        return spec_error(count.error().message, forms, "model");  // a malformed or absurd count
       if (!count) {
         std::vector<std::string> names;
         for (const auto& p : catalog.models) names.push_back(p.name);

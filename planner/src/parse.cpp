@@ -101,7 +101,7 @@ Result<int> parse_slurm_minutes(const std::string& raw) {
   }
   const long long minutes = (seconds + 59) / 60;  // Slurm rounds seconds up to a minute
   if (minutes > 366LL * 24 * 60 * 10) return value_error("'" + raw + "' is longer than 10 years", hint);
-  if (minutes == 0) return value_error("'" + raw + "' is zero", hint + " (at least one minute)");
+  if (minutes == 0) return -1;  // Slurm: "a time limit of zero requests that no time limit be imposed"
   return static_cast<int>(minutes);
 }
 

@@ -298,11 +298,10 @@ std::string describe(const Policy& p) {
   out += "node MTBF " + text::num(mtbf, 0) + " h, signal " + std::to_string(p.signal_before_s) + " s before the end\n";
   for (const auto& part : p.partitions) {
     out += "\n[partition " + part.name + "]" + (part.is_default ? " (default)" : "") + "\n";
+    const double price = part.capacity == Capacity::spot ? part.inst.spot : part.inst.on_demand;
     out += "  " + part.inst.name + ": " + std::to_string(part.inst.gpus) + "x " + part.gpu.name + ", " +
-           to_string(part.capacity) + " " +
-           text::money(part.capacity == Capacity::spot ? part.inst.spot : part.inst.on_demand) + "/h (" +
-           text::money((part.capacity == Capacity::spot ? part.inst.spot : part.inst.on_demand) / part.inst.gpus) +
-           " per GPU-hour), fabric " + to_string(part.fabric) + "\n";
+           to_string(part.capacity) + text::format(" $%.2f/h ($%.3f per GPU-hour), fabric ", price, price / part.inst.gpus) +
+           to_string(part.fabric) + "\n";
     out += "  default_time " + std::to_string(part.default_time_min) + " min, max_time " +
            (part.max_time_min > 0 ? std::to_string(part.max_time_min) + " min" : std::string("none")) + "\n";
     for (int i = 0; i < kRuleCount; ++i) {

@@ -14,7 +14,8 @@ constexpr Strategy kLadder[] = {Strategy::single, Strategy::ddp, Strategy::zero,
                                 Strategy::pipeline, Strategy::tensor, Strategy::hybrid};
 
 bool better(const Plan& a, const Plan& b) {  // is a better than b?
-  if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+  // Step times within 0.1% are a tie: then less recompute and bigger micro-batches win.
+  if (std::fabs(a.step_seconds - b.step_seconds) > 1e-3 * b.step_seconds) return a.step_seconds < b.step_seconds;
   if (a.layout.recompute != b.layout.recompute) return a.layout.recompute < b.layout.recompute;
   return a.layout.micro_batch > b.layout.micro_batch;
 }
@@ -87,6 +88,10 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
   return r;
 }
 
+// What a rung must keep within max_comm_ratio to "meet the policy": all time that is not
+// compute (exposed communication and pipeline bubbles) relative to compute.
+double overhead_ratio(const Plan& p) { return (p.step_seconds - p.compute_seconds) / p.compute_seconds; }
+
 std::string gib(double bytes) { return text::num(bytes / kGiB, 1) + " GiB"; }
 
 }  // namespace
@@ -130,7 +135,7 @@ Result<Plan> best_plan_at(const Workload& w, const Hardware& hw, int gpus, const
                         " per GPU > " + text::num(hw.gpu.memory_gib, 0) + " GiB)");
       continue;
     }
-    if (r.best.comm_ratio <= goals.max_comm_ratio) {
+    if (overhead_ratio(r.best) <= goals.max_comm_ratio) {
       Plan p = r.best;
       for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
       p.reasons.push_back(std::string("ladder: ") + to_string(rung) + " is the simplest strategy that fits" +
@@ -138,15 +143,16 @@ Result<Plan> best_plan_at(const Workload& w, const Hardware& hw, int gpus, const
       for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
       return p;
     }
-    skipped.push_back(std::string(to_string(rung)) + " fits but its comm ratio " + text::num(r.best.comm_ratio, 2) +
-                      " exceeds " + text::num(goals.max_comm_ratio, 2));
-    if (!fallback.fits) fallback = r;
+    skipped.push_back(std::string(to_string(rung)) + " fits but loses " + text::num(overhead_ratio(r.best), 2) +
+                      " of its compute time to communication and pipeline bubbles (> " +
+                      text::num(goals.max_comm_ratio, 2) + ")");
+    if (!fallback.fits || r.best.step_seconds < fallback.best.step_seconds) fallback = r;
   }
   if (fallback.fits) {
     Plan p = fallback.best;
     for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
-    p.reasons.push_back(std::string("ladder: no strategy keeps the comm ratio within ") +
-                        text::num(goals.max_comm_ratio, 2) + "; taking the simplest that fits, " + to_string(p.strategy));
+    p.reasons.push_back(std::string("ladder: no strategy keeps communication and bubbles within ") +
+                        text::num(goals.max_comm_ratio, 2) + "; taking the fastest that fits, " + to_string(p.strategy));
     for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
     return p;
   }
@@ -159,16 +165,21 @@ Result<Plan> best_plan_at(const Workload& w, const Hardware& hw, int gpus, const
                "", 0, "gpus", "ask for more GPUs, a larger GPU, or allow sharding/model parallelism"};
 }
 
-Result<Plan> choose_plan(const Workload& w, const Hardware& hw, const Pins& pins, const Goals& goals) {
-  if (pins.tp && pins.pp && pins.dp) return best_plan_at(w, hw, *pins.tp * *pins.pp * *pins.dp, pins, goals);
-  // The fewest GPUs that fit (powers of two: the ladder's layouts split cleanly).
+Result<Plan> fewest_gpus_plan(const Workload& w, const Hardware& hw, int from, const Pins& pins, const Goals& goals) {
   Result<Plan> cur = Error{"", "", 0, "", ""};
-  int n = 1;
+  int n = std::max(1, from);
   for (; n <= goals.max_gpus; n *= 2) {
     cur = best_plan_at(w, hw, n, pins, goals);
-    if (cur) break;
+    if (cur) return cur;
   }
-  if (!cur) return best_plan_at(w, hw, std::min(n, goals.max_gpus), pins, goals);
+  return best_plan_at(w, hw, std::min(n, goals.max_gpus), pins, goals);
+}
+
+Result<Plan> choose_plan(const Workload& w, const Hardware& hw, const Pins& pins, const Goals& goals) {
+  if (pins.tp && pins.pp && pins.dp) return best_plan_at(w, hw, *pins.tp * *pins.pp * *pins.dp, pins, goals);
+  Result<Plan> cur = fewest_gpus_plan(w, hw, 1, pins, goals);
+  if (!cur) return cur;
+  int n = cur.value().gpus;
   const double target = goals.deadline_hours > 0 ? goals.deadline_hours : goals.single_gpu_max_hours;
   Plan plan = cur.value();
   if (n == 1 && plan.gpu_hours < goals.distributed_min_gpu_hours && goals.deadline_hours <= 0) {

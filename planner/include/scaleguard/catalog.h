@@ -43,7 +43,7 @@ struct Assumptions {
   double comm_overlap = 0.8;           // fraction of the last micro-batch's backward that hides DP comm
   double memory_reserved_gib = 1.5;    // CUDA context, NCCL buffers, workspaces
   double memory_fragmentation = 0.10;  // allocator slack on top of everything else
-  double node_mtbf_hours = 160;        // mean time between failures of one node
+  double node_mtbf_hours = 6300;       // mean time between failures of one node
   double spot_interruption_hours = 256;// mean node-hours between spot interruptions
   double checkpoint_write_gb_s = 2;    // checkpoint write bandwidth per node
   double restart_seconds = 300;        // requeue + reload after a failure

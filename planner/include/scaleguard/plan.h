@@ -109,6 +109,8 @@ struct Goals {
 // plan that fits and keeps comm_ratio within goals.max_comm_ratio (else the first rung that
 // fits at all); within a rung the fastest layout wins. Error when nothing fits.
 Result<Plan> best_plan_at(const Workload&, const Hardware&, int gpus, const Pins&, const Goals&);
+// The fewest GPUs (from, 2*from, 4*from, ...: powers of two split cleanly) that fit.
+Result<Plan> fewest_gpus_plan(const Workload&, const Hardware&, int from, const Pins&, const Goals&);
 // Chooses the GPU count too: one GPU when it fits and the job is small/short enough per the
 // goals, else the fewest GPUs that fit, doubled while the doubling pays (speedup >= goal,
 // comm ratio within goal) and the job is not yet within the single-GPU/deadline hours.

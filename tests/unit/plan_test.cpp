@@ -1,0 +1,252 @@
+// The first-principles models against hand-computed numbers: memory per GPU, step time,
+// communication, pipeline bubble, failures (Young/Daly) and cost.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "scaleguard/plan.h"
+#include "test_support.h"
+
+using namespace scaleguard;
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// A tiny GPT: 2 layers, hidden 1024, 16 heads, seq 1024, vocab 1000.
+// P = 12*2*1024^2 + 13*2*1024 + (1000+1024)*1024 = 27,265,024.
+ModelSpec tiny() {
+  auto m = parse_model_spec("layers=2,hidden=1024,heads=16,seq=1024,vocab=1000", test::real_catalog()).value();
+  EXPECT_DOUBLE_EQ(m.params, 27265024);
+  return m;
+}
+
+// Round numbers: 100 TFLOP/s bf16 at 50% = 5e13 FLOP/s; NVLink 400 GB/s both ways = 200
+// one way, at 100% utilisation; 8 GPUs per node; $8/h per node on demand, $2 spot.
+Hardware toy() {
+  Hardware hw;
+  hw.gpu.name = "toy";
+  hw.gpu.memory_gib = 80;
+  hw.gpu.tflops_fp32 = 25;
+  hw.gpu.tflops_fp16 = 100;
+  hw.gpu.tflops_bf16 = 100;
+  hw.gpu.nvlink_gb_s = 400;
+  hw.gpu.efficiency = 0.5;
+  hw.gpus_per_node = 8;
+  hw.network_gb_s = 10;
+  hw.on_demand_gpu_hour = 1;
+  hw.spot_gpu_hour = 0.25;
+  hw.assume.bandwidth_utilization = 1;
+  hw.assume.comm_overlap = 0;  // nothing hidden: the raw collective times show
+  hw.assume.memory_reserved_gib = 1;
+  hw.assume.memory_fragmentation = 0;
+  hw.assume.node_mtbf_hours = 24;
+  hw.assume.spot_interruption_hours = 24;
+  hw.assume.checkpoint_write_gb_s = 1;
+  hw.assume.restart_seconds = 300;
+  return hw;
+}
+}  // namespace
+
+TEST(Memory, MixedPrecisionAdamIs16BytesPerParam) {
+  const ModelSpec m = tiny();
+  const Memory mem = memory_per_gpu(m, Layout{}, 1, toy().assume);
+  const double P = 27265024;
+  EXPECT_DOUBLE_EQ(mem.weights, 2 * P);
+  EXPECT_DOUBLE_EQ(mem.gradients, 2 * P);
+  EXPECT_DOUBLE_EQ(mem.optimizer, 12 * P);  // fp32 master + m + v
+  // Korthikanti: s*b*h*(34 + 5*a*s/h) = 1024*1*1024*(34 + 80) = 119,537,664 per layer, two
+  // layers, plus fp32 logits 4*s*b*vocab = 4,096,000.
+  EXPECT_DOUBLE_EQ(mem.activations, 2 * 119537664.0 + 4096000);
+  EXPECT_DOUBLE_EQ(mem.overhead, 1 * kGiB);
+}
+
+TEST(Memory, Fp32AndSgd) {
+  ModelSpec m = tiny();
+  const double P = m.params;
+  m.precision = Precision::fp32;
+  Memory mem = memory_per_gpu(m, Layout{}, 1, toy().assume);
+  EXPECT_DOUBLE_EQ(mem.weights + mem.gradients + mem.optimizer, 16 * P);  // 4 + 4 + 8
+  EXPECT_DOUBLE_EQ(mem.activations, 2 * (2 * 119537664.0) + 4096000);   // 32-bit activations
+  m.optimizer = Optimizer::sgd;
+  mem = memory_per_gpu(m, Layout{}, 1, toy().assume);
+  EXPECT_DOUBLE_EQ(mem.optimizer, 4 * P);  // momentum only
+  m.precision = Precision::bf16;
+  mem = memory_per_gpu(m, Layout{}, 1, toy().assume);
+  EXPECT_DOUBLE_EQ(mem.optimizer, 8 * P);  // master + momentum
+}
+
+TEST(Memory, ZeroStagesDivideByDp) {
+  const ModelSpec m = tiny();
+  const double P = m.params;
+  const auto a = toy().assume;
+  Layout l;
+  l.dp = 4;
+  l.zero = 1;
+  Memory z1 = memory_per_gpu(m, l, 4, a);
+  EXPECT_DOUBLE_EQ(z1.optimizer, 12 * P / 4);
+  EXPECT_DOUBLE_EQ(z1.gradients, 2 * P);
+  l.zero = 2;
+  Memory z2 = memory_per_gpu(m, l, 4, a);
+  EXPECT_DOUBLE_EQ(z2.gradients, 2 * P / 4);
+  EXPECT_DOUBLE_EQ(z2.weights, 2 * P);
+  l.zero = 3;
+  Memory z3 = memory_per_gpu(m, l, 4, a);
+  EXPECT_DOUBLE_EQ(z3.weights, 2 * P / 4);
+}
+
+TEST(Memory, TensorParallelAndRecompute) {
+  const ModelSpec m = tiny();
+  const auto a = toy().assume;
+  Layout l;
+  l.tp = 2;
+  l.dp = 1;
+  Memory t = memory_per_gpu(m, l, 1, a);
+  EXPECT_DOUBLE_EQ(t.weights, 2 * m.params / 2);               // every weight split in two
+  EXPECT_DOUBLE_EQ(t.activations, 119537664.0 + 4096000 / 2);  // 2 layers / tp 2
+  l.tp = 1;
+  l.recompute = Recompute::selective;  // s*b*h*34 per layer
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, l, 1, a).activations, 2 * 35651584.0 + 4096000);
+  l.recompute = Recompute::full;  // 2*s*b*h per layer + one layer's working set
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, l, 1, a).activations, 2 * 2097152.0 + 119537664 + 4096000);
+  l.recompute = Recompute::none;
+  l.micro_batch = 4;  // activations scale with the micro-batch
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, l, 4, a).activations, 4 * (2 * 119537664.0 + 4096000));
+}
+
+TEST(Memory, PipelineKeepsPpMicroBatchesInFlight) {
+  ModelSpec m = tiny();
+  m.layers = 4;
+  Layout l;
+  l.pp = 2;
+  // 8 sequences, micro-batch 1: 8 micro-batches; the first stage holds 2 layers x 2 in flight.
+  Memory mem = memory_per_gpu(m, l, 8, toy().assume);
+  EXPECT_DOUBLE_EQ(mem.activations, 2 * 2 * 119537664.0 + 4096000);
+}
+
+TEST(StepTime, SingleGpuIsFlopsOverPeakTimesEfficiency) {
+  const Workload w{tiny(), 8192.0 * 100, 8};  // 8 x 1024 tokens per step, 100 steps
+  Layout l;
+  l.micro_batch = 8;
+  Plan p = evaluate(w, toy(), l);
+  // 6 * P * 8192 / 5e13
+  const double compute = 6 * 27265024.0 * 8192 / 5e13;
+  EXPECT_NEAR(p.compute_seconds, compute, 1e-12);
+  EXPECT_NEAR(p.step_seconds, compute, 1e-12);
+  EXPECT_DOUBLE_EQ(p.steps, 100);
+  EXPECT_NEAR(p.train_hours, 100 * compute / 3600, 1e-12);
+  EXPECT_NEAR(p.tflops_per_gpu, 50, 1e-9);  // model FLOPs per GPU per second
+  EXPECT_NEAR(p.mfu, 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(p.comm_ratio, 0);
+  EXPECT_TRUE(p.fits);
+  // Full recompute runs the forward twice: 8*P*tokens of work, same model FLOPs.
+  l.recompute = Recompute::full;
+  Plan r = evaluate(w, toy(), l);
+  EXPECT_NEAR(r.compute_seconds, compute * 8 / 6, 1e-12);
+  EXPECT_NEAR(r.mfu, 0.5 * 6 / 8, 1e-12);
+}
+
+TEST(StepTime, DataParallelRingAllReduceInsideANode) {
+  const Workload w{tiny(), 8192.0 * 100, 8};
+  Layout l;
+  l.dp = 4;
+  l.micro_batch = 2;
+  Plan p = evaluate(w, toy(), l);
+  // Ring all-reduce moves 2(n-1)/n of the 2-byte gradients: 2*3/4 * 2P over 200 GB/s.
+  const double comm = 2.0 * 3 / 4 * 2 * 27265024 / 200e9;
+  EXPECT_NEAR(p.dp_comm_seconds, comm, 1e-12);
+  EXPECT_NEAR(p.dp_exposed_seconds, comm, 1e-12);  // comm_overlap = 0
+  const double compute = 6 * 27265024.0 * 8192 / 5e13 / 4;
+  EXPECT_NEAR(p.step_seconds, compute + comm, 1e-12);
+  EXPECT_NEAR(p.comm_ratio, comm / compute, 1e-9);
+  // With overlap, the last micro-batch's backward (2/3 of its compute) hides it.
+  Hardware hw = toy();
+  hw.assume.comm_overlap = 1;
+  Plan o = evaluate(w, hw, l);
+  EXPECT_NEAR(o.dp_exposed_seconds, std::max(0.0, comm - 2.0 / 3 * compute), 1e-12);
+}
+
+TEST(StepTime, DataParallelAcrossNodesUsesTheNetwork) {
+  const Workload w{tiny(), 8192.0 * 100, 16};
+  Layout l;
+  l.dp = 16;
+  Plan p = evaluate(w, toy(), l);
+  // Two nodes; each node's 10 GB/s carries the whole ring: 2*15/16 * 2P / 10e9.
+  EXPECT_EQ(p.nodes, 2);
+  EXPECT_NEAR(p.dp_comm_seconds, 2.0 * 15 / 16 * 2 * 27265024 / 10e9, 1e-12);
+  // ZeRO-3 gathers the weights too: 1.5x the volume.
+  l.zero = 3;
+  EXPECT_NEAR(evaluate(w, toy(), l).dp_comm_seconds, 1.5 * 2.0 * 15 / 16 * 2 * 27265024 / 10e9, 1e-12);
+}
+
+TEST(StepTime, TensorParallelAllReducesPerLayer) {
+  const Workload w{tiny(), 8192.0 * 100, 8};
+  Layout l;
+  l.tp = 2;
+  l.micro_batch = 8;
+  Plan p = evaluate(w, toy(), l);
+  // 4 all-reduces per layer of s*b*h 2-byte values, 2 layers, 1 micro-batch: each 2*(1/2)*bytes/200 GB/s.
+  const double bytes = 1024.0 * 8 * 1024 * 2;
+  EXPECT_NEAR(p.tp_comm_seconds, 2 * 4 * (2.0 * 1 / 2 * bytes / 200e9), 1e-12);
+  EXPECT_EQ(p.strategy, Strategy::tensor);
+}
+
+TEST(StepTime, PipelineBubble) {
+  ModelSpec m = tiny();
+  m.layers = 4;
+  const Workload w{m, 8192.0 * 100, 8};
+  Layout l;
+  l.pp = 4;
+  l.micro_batch = 1;  // 8 micro-batches: bubble (p-1)/(m+p-1) = 3/11
+  Plan p = evaluate(w, toy(), l);
+  EXPECT_NEAR(p.bubble_fraction, 3.0 / 11, 1e-12);
+  EXPECT_NEAR(p.step_seconds, p.compute_seconds * 11 / 8 + p.pp_comm_seconds, 1e-12);
+  EXPECT_EQ(p.strategy, Strategy::pipeline);
+}
+
+TEST(Failures, YoungAndDaly) {
+  // C = 60 s, M = 24 h: Young sqrt(2*60*86400) = 3219.94 s; Daly 3180.06 s.
+  EXPECT_NEAR(young_interval(60, 86400), 3219.937887599697, 1e-6);
+  EXPECT_NEAR(daly_interval(60, 86400), 3180.0621135984475, 1e-6);
+  EXPECT_NEAR(young_daly_interval(60, 24, 8, 8), 3180.0621135984475, 1e-6);
+  // 16 GPUs = 2 nodes: the job's MTBF halves.
+  EXPECT_NEAR(young_daly_interval(60, 24, 16, 8), daly_interval(60, 43200), 1e-9);
+  // Save time beyond 2M: checkpoint once per MTBF.
+  EXPECT_DOUBLE_EQ(daly_interval(1000, 400), 400);
+  // Overhead: (1 + C/t) / (1 - (t/2 + R)/M) = 1.04165 for t = 3180.06, R = 300.
+  EXPECT_NEAR(failure_factor(3180.0621135984475, 60, 300, 86400), 1.041654114170183, 1e-9);
+  EXPECT_TRUE(std::isinf(failure_factor(3600, 60, 300, 1000)));  // failures outpace progress
+}
+
+TEST(Cost, GpuHoursTimesPriceWithFailureOverhead) {
+  const Workload w{tiny(), 8192.0 * 100000, 8};
+  Layout l;
+  l.micro_batch = 8;
+  Plan p = evaluate(w, toy(), l);
+  // State = P * (2 + 12) bytes at 1 GB/s; MTBF 24 h on demand, 12 h with spot interruptions.
+  const double save = std::max(1.0, 27265024.0 * 14 / 1e9);
+  EXPECT_NEAR(p.ckpt_save_s, save, 1e-9);
+  const double f_od = failure_factor(daly_interval(save, 86400), save, 300, 86400);
+  const double f_spot = failure_factor(daly_interval(save, 43200), save, 300, 43200);
+  EXPECT_NEAR(p.wall_hours, p.train_hours * f_od, 1e-9);
+  EXPECT_NEAR(p.gpu_hours, p.wall_hours, 1e-9);
+  EXPECT_NEAR(p.cost_on_demand, p.train_hours * f_od * 1.0, 1e-9);
+  EXPECT_NEAR(p.cost_spot, p.train_hours * f_spot * 0.25, 1e-9);
+  EXPECT_NEAR(p.ckpt_interval_s, daly_interval(save, 86400), 1e-9);
+}
+
+TEST(Plan, DoesNotFitIsNeverChosen) {
+  ModelSpec m = parse_model_spec("70B", test::real_catalog()).value();
+  Plan p = evaluate(Workload{m, 1e9, 0}, toy(), Layout{});
+  EXPECT_FALSE(p.fits);  // 16 B/param = 1.1 TB on an 80 GiB GPU
+  EXPECT_GT(p.memory.total(), 80 * kGiB);
+  EXPECT_FALSE(best_plan_at(Workload{m, 1e9, 0}, toy(), 1, Pins{}, Goals{}).ok());
+}
+
+TEST(Plan, DefaultGlobalBatch) {
+  ModelSpec m = tiny();
+  m.params = 1e8;
+  m.seq = 1024;
+  EXPECT_EQ(default_global_batch(m), 512);  // 0.5M tokens
+  m.params = 1e12;
+  EXPECT_EQ(default_global_batch(m), 4096);  // capped at 4M tokens
+}

@@ -1,0 +1,110 @@
+// The strategy ladder and the choice of GPU count on the real catalog.
+#include <gtest/gtest.h>
+
+#include "scaleguard/plan.h"
+#include "test_support.h"
+
+using namespace scaleguard;
+using scaleguard::test::real_catalog;
+
+namespace {
+Hardware hw(const char* instance) { return hardware_for(real_catalog(), "", instance).value(); }
+Workload work(const char* spec, double tokens) { return Workload{parse_model_spec(spec, real_catalog()).value(), tokens, 0}; }
+}  // namespace
+
+TEST(Ladder, SmallModelOnOneGpuIsSingle) {
+  auto p = best_plan_at(work("350M", 1e9), hw("p4d.24xlarge"), 1, Pins{}, Goals{});
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_EQ(p.value().strategy, Strategy::single);
+  EXPECT_TRUE(p.value().fits);
+  EXPECT_FALSE(p.value().reasons.empty());
+}
+
+TEST(Ladder, DataParallelBeforeSharding) {
+  auto p = best_plan_at(work("350M", 1e9), hw("p4d.24xlarge"), 8, Pins{}, Goals{});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.value().strategy, Strategy::ddp);
+  EXPECT_EQ(p.value().layout.dp, 8);
+}
+
+TEST(Ladder, ThirteenBNeedsSeveralH100sOfShardingOrModelParallelism) {
+  // Seed 000: "Single GPU memory -- even with activation checkpointing -- couldn't hold it.
+  // We needed at least 4 H100s just to fit the model in memory."
+  const Workload w = work("13B", 100e9);
+  const Hardware h = hw("p5.48xlarge");
+  Pins full;
+  full.recompute = Recompute::full;
+  EXPECT_FALSE(best_plan_at(w, h, 1, full, Goals{}).ok());
+  EXPECT_FALSE(best_plan_at(w, h, 2, Pins{}, Goals{}).ok());
+  auto p = fewest_gpus_plan(w, h, 1, Pins{}, Goals{});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p.value().gpus, 4);
+  EXPECT_NE(p.value().strategy, Strategy::ddp);  // plain replicas never fit
+  EXPECT_NE(p.value().strategy, Strategy::single);
+  // The ladder says why it skipped plain data parallelism.
+  bool said = false;
+  for (const auto& r : p.value().reasons) said |= r.find("ddp does not fit") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(Ladder, PinnedChoicesAreHonoured) {
+  Pins pins;
+  pins.tp = 2;
+  pins.pp = 2;
+  pins.micro_batch = 1;
+  auto p = best_plan_at(work("7B", 10e9), hw("p4de.24xlarge"), 8, pins, Goals{});
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_EQ(p.value().layout.tp, 2);
+  EXPECT_EQ(p.value().layout.pp, 2);
+  EXPECT_EQ(p.value().layout.dp, 2);
+  EXPECT_EQ(p.value().strategy, Strategy::hybrid);
+  Pins single;
+  single.strategy = Strategy::single;
+  EXPECT_FALSE(best_plan_at(work("7B", 10e9), hw("p4de.24xlarge"), 8, single, Goals{}).ok());
+  Pins bad_tp;
+  bad_tp.tp = 3;  // does not divide 8 GPUs
+  EXPECT_FALSE(best_plan_at(work("7B", 10e9), hw("p4de.24xlarge"), 8, bad_tp, Goals{}).ok());
+}
+
+TEST(Ladder, OneTrillionOn3072GpusNeedsModelParallelism) {
+  auto p = best_plan_at(work("megatron-1t", 450e9), hw("p4de.24xlarge"), 3072, Pins{}, Goals{});
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_TRUE(p.value().fits);
+  EXPECT_EQ(p.value().gpus, 3072);
+  EXPECT_EQ(p.value().nodes, 384);
+  EXPECT_LE(p.value().memory.total(), 80.0 * (1 << 30));
+}
+
+TEST(ChoosePlan, SmallJobStaysSingleLongJobDistributes) {
+  const Hardware h = hw("p4d.24xlarge");
+  auto small = choose_plan(work("350M", 2.6e9), h, Pins{}, Goals{});
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small.value().gpus, 1);
+  // Two weeks on one GPU: double while it pays, until within the 24 h target.
+  const Workload big{parse_model_spec("1B", real_catalog()).value(), 0, 0};
+  Workload w = big;
+  w.tokens = tokens_for_single_gpu_hours(w.model, h.gpu, 336);
+  auto p = choose_plan(w, h, Pins{}, Goals{});
+  ASSERT_TRUE(p.ok());
+  EXPECT_GT(p.value().gpus, 1);
+  EXPECT_LE(p.value().wall_hours, 24);
+  // A deadline moves the target.
+  Goals g;
+  g.deadline_hours = 100;
+  auto d = choose_plan(w, h, Pins{}, g);
+  ASSERT_TRUE(d.ok());
+  EXPECT_LT(d.value().gpus, p.value().gpus);
+  EXPECT_LE(d.value().wall_hours, 100);
+}
+
+TEST(Hardware, LookupErrors) {
+  EXPECT_FALSE(hardware_for(real_catalog(), "A100-80GB", "p5.48xlarge").ok());  // p5 has H100s
+  auto typo = hardware_for(real_catalog(), "", "p4d.24xlarg");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().hint.find("p4d.24xlarge"), std::string::npos);
+  EXPECT_FALSE(hardware_for(real_catalog(), "B300", "").ok());
+  EXPECT_FALSE(hardware_for(real_catalog(), "", "").ok());
+  auto byGpu = hardware_for(real_catalog(), "a100-80gb", "").value();
+  EXPECT_EQ(byGpu.instance, "p4de.24xlarge");
+  EXPECT_DOUBLE_EQ(byGpu.on_demand_gpu_hour, 40.96 / 8);
+}

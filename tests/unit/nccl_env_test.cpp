@@ -16,7 +16,7 @@ namespace {
 const std::string kProfiles = std::string(SCALEGUARD_SOURCE_DIR) + "/configs/nccl";
 
 // A fresh directory per test, removed afterwards.
-class FakeRoot : public ::testing::Test {
+class NcclFakeNode : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "sg-nccl-XXXXXX").string();
@@ -49,7 +49,7 @@ const std::string* find(const EnvList& env, const std::string& name) {
   return nullptr;
 }
 
-TEST_F(FakeRoot, EmptyTreeHasNothing) {
+TEST_F(NcclFakeNode, EmptyTreeHasNothing) {
   const NodeInfo node = detect_node(probe());
   EXPECT_TRUE(node.efa_devices.empty());
   EXPECT_EQ(node.instance_type, "");
@@ -57,7 +57,7 @@ TEST_F(FakeRoot, EmptyTreeHasNothing) {
   EXPECT_EQ(profile_family(node), "tcp");
 }
 
-TEST_F(FakeRoot, DetectsEfaByDriverNotMellanox) {
+TEST_F(NcclFakeNode, DetectsEfaByDriverNotMellanox) {
   add_ib_device("rdmap16s27", "efa");
   add_ib_device("rdmap32s27", "efa");
   add_ib_device("mlx5_0", "mlx5_core");
@@ -66,20 +66,20 @@ TEST_F(FakeRoot, DetectsEfaByDriverNotMellanox) {
   EXPECT_EQ(profile_family(node), "efa");
 }
 
-TEST_F(FakeRoot, DetectsEfaByNameWithoutDriverLink) {
+TEST_F(NcclFakeNode, DetectsEfaByNameWithoutDriverLink) {
   fs::create_directories(root / "sys/class/infiniband/efa_0");
   fs::create_directories(root / "sys/class/infiniband/mlx5_1");
   EXPECT_EQ(detect_node(probe()).efa_devices, std::vector<std::string>{"efa_0"});
 }
 
-TEST_F(FakeRoot, InstanceTypeFromDmi) {
+TEST_F(NcclFakeNode, InstanceTypeFromDmi) {
   write("sys/devices/virtual/dmi/id/product_name", "p4d.24xlarge\n");
   const NodeInfo node = detect_node(probe());
   EXPECT_EQ(node.instance_type, "p4d.24xlarge");
   EXPECT_EQ(node.instance_source, "dmi");
 }
 
-TEST_F(FakeRoot, NonInstanceDmiFallsBackToParallelCluster) {
+TEST_F(NcclFakeNode, NonInstanceDmiFallsBackToParallelCluster) {
   write("sys/devices/virtual/dmi/id/product_name", "Standard PC (Q35 + ICH9, 2009)\n");
   write("etc/parallelcluster/slurm_plugin/fleet-config.json", R"({
     "gpu": {"p4d": {"Api": "run-instances", "Instances": [{"InstanceType": "p4d.24xlarge"}]},
@@ -97,14 +97,14 @@ TEST_F(FakeRoot, NonInstanceDmiFallsBackToParallelCluster) {
   EXPECT_EQ(detect_node(p).instance_type, "");
 }
 
-TEST_F(FakeRoot, BrokenFleetConfigIsUnknownNotACrash) {
+TEST_F(NcclFakeNode, BrokenFleetConfigIsUnknownNotACrash) {
   write("etc/parallelcluster/slurm_plugin/fleet-config.json", "{\"gpu\": [1, 2,");
   NodeProbe p = probe();
   p.node_name = "gpu-st-p4d-1";
   EXPECT_EQ(detect_node(p).instance_type, "");
 }
 
-TEST_F(FakeRoot, FindsOfiNcclPluginAndItsLibraries) {
+TEST_F(NcclFakeNode, FindsOfiNcclPluginAndItsLibraries) {
   write("opt/aws-ofi-nccl/lib/libnccl-net.so", "");
   write("opt/amazon/ofi-nccl/lib/README", "no plugin here");
   const NodeInfo node = detect_node(probe());
@@ -123,7 +123,7 @@ TEST(NcclProfile, ShippedProfilesLoad) {
   EXPECT_FALSE(load_profile(kProfiles, "ib").ok());
 }
 
-TEST_F(FakeRoot, HighestVersionWins) {
+TEST_F(NcclFakeNode, HighestVersionWins) {
   write("p/efa-v1.ini", "version = 1\n[env]\nNCCL_BUFFSIZE = 1\n");
   write("p/efa-v12.ini", "version = 12\n[env]\nNCCL_BUFFSIZE = 12\n");
   write("p/efa-v2.ini", "version = 2\n[env]\nNCCL_BUFFSIZE = 2\n");
@@ -133,7 +133,7 @@ TEST_F(FakeRoot, HighestVersionWins) {
   EXPECT_EQ(p->version, 12);
 }
 
-TEST_F(FakeRoot, BadProfilesNameFileLineAndKey) {
+TEST_F(NcclFakeNode, BadProfilesNameFileLineAndKey) {
   struct Case { std::string text, field, needle; int line; };
   const std::vector<Case> cases = {
       {"version = 1\nbogus = 2\n", "bogus", "unknown key", 2},
@@ -163,7 +163,7 @@ TEST_F(FakeRoot, BadProfilesNameFileLineAndKey) {
   EXPECT_FALSE(load_profile_file((root / "missing-v1.ini").string()).ok());
 }
 
-TEST_F(FakeRoot, EfaNodeGetsProfileWithPluginPaths) {
+TEST_F(NcclFakeNode, EfaNodeGetsProfileWithPluginPaths) {
   add_ib_device("rdmap16s27", "efa");
   write("sys/devices/virtual/dmi/id/product_name", "p4d.24xlarge");
   write("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
@@ -183,7 +183,7 @@ TEST_F(FakeRoot, EfaNodeGetsProfileWithPluginPaths) {
   EXPECT_EQ(*find(env, "SCALEGUARD_INSTANCE_TYPE"), "p4d.24xlarge");
 }
 
-TEST_F(FakeRoot, EfaWithoutRdmaOrPluginLeavesThoseOut) {
+TEST_F(NcclFakeNode, EfaWithoutRdmaOrPluginLeavesThoseOut) {
   add_ib_device("rdmap0s6", "efa");
   write("sys/devices/virtual/dmi/id/product_name", "g5.48xlarge");
   const NodeInfo node = detect_node(probe());
@@ -196,7 +196,7 @@ TEST_F(FakeRoot, EfaWithoutRdmaOrPluginLeavesThoseOut) {
   EXPECT_EQ(find(env, "LD_LIBRARY_PATH"), nullptr);
 }
 
-TEST_F(FakeRoot, TunerLeftOutWhenThatPluginVersionHasNone) {
+TEST_F(NcclFakeNode, TunerLeftOutWhenThatPluginVersionHasNone) {
   add_ib_device("rdmap16s27", "efa");
   write("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
   const NodeInfo node = detect_node(probe());
@@ -207,7 +207,7 @@ TEST_F(FakeRoot, TunerLeftOutWhenThatPluginVersionHasNone) {
   EXPECT_NE(find(env, "LD_LIBRARY_PATH"), nullptr);
 }
 
-TEST_F(FakeRoot, UserValuesAreNeverOverridden) {
+TEST_F(NcclFakeNode, UserValuesAreNeverOverridden) {
   add_ib_device("rdmap16s27", "efa");
   write("sys/devices/virtual/dmi/id/product_name", "p5.48xlarge");
   write("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
@@ -229,7 +229,7 @@ TEST_F(FakeRoot, UserValuesAreNeverOverridden) {
   EXPECT_NE(find(env, "NCCL_BUFFSIZE"), nullptr);
 }
 
-TEST_F(FakeRoot, PathAlreadyPresentOrEmptyUserPath) {
+TEST_F(NcclFakeNode, PathAlreadyPresentOrEmptyUserPath) {
   write("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
   add_ib_device("rdmap16s27", "efa");
   const NodeInfo node = detect_node(probe());
@@ -251,7 +251,7 @@ TEST(NcclEnv, TcpProfileOnPlainNode) {
   EXPECT_EQ(find(env, "SCALEGUARD_INSTANCE_TYPE"), nullptr);
 }
 
-TEST(Rendezvous, FirstHost) {
+TEST(NcclRendezvous, FirstHost) {
   const std::vector<std::pair<std::string, std::string>> ok = {
       {"gpu-st-p4d-[1-2]", "gpu-st-p4d-1"}, {"gpu-st-p4d-2", "gpu-st-p4d-2"},
       {"n[001-004,9]", "n001"},             {"n[7,3-4]", "n7"},
@@ -267,7 +267,7 @@ TEST(Rendezvous, FirstHost) {
     EXPECT_FALSE(first_host(bad).ok()) << bad.substr(0, 20);
 }
 
-TEST(Rendezvous, MasterPortIsDeterministicAndUnprivileged) {
+TEST(NcclRendezvous, MasterPortIsDeterministicAndUnprivileged) {
   EXPECT_EQ(master_port(1), 20001);
   EXPECT_EQ(master_port(1), master_port(1));
   EXPECT_NE(master_port(1), master_port(2));

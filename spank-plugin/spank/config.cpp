@@ -22,7 +22,8 @@ bool load_config(int ac, char** av, std::string& error) {
   parsed.profiles = std::string(SCALEGUARD_CONFIG_DIR) + "/nccl";
   const std::map<std::string, std::string Config::*> keys = {
       {"policy", &Config::policy}, {"catalog", &Config::catalog},
-      {"sysfs", &Config::sysfs},   {"profiles", &Config::profiles}};
+      {"sysfs", &Config::sysfs},   {"profiles", &Config::profiles},
+      {"plan_dir", &Config::plan_dir}};
   std::map<std::string, bool> seen;
   for (int i = 0; i < ac; ++i) {
     const std::string arg = av[i] ? av[i] : "";
@@ -30,7 +31,7 @@ bool load_config(int ac, char** av, std::string& error) {
     const std::string key = arg.substr(0, eq);
     const auto it = keys.find(key);
     if (eq == std::string::npos || it == keys.end()) {
-      error = "unknown argument '" + arg.substr(0, 80) + "' (accepted: policy=PATH catalog=PATH sysfs=ROOT profiles=DIR)";
+      error = "unknown argument '" + arg.substr(0, 80) + "' (accepted: policy=PATH catalog=PATH sysfs=ROOT profiles=DIR plan_dir=DIR)";
       return false;
     }
     if (seen[key]) {

@@ -4,6 +4,15 @@
 
 using namespace scaleguard::spank;
 
+namespace {
+bool configured(int ac, char** av) {
+  std::string error;
+  if (load_config(ac, av, error)) return true;
+  slurm_error("scaleguard: plugstack.conf: %s", error.c_str());
+  return false;
+}
+}  // namespace
+
 extern "C" {
 
 // SPANK_PLUGIN(scaleguard, 1), spelled out: const globals need `extern` in C++ to be exported.
@@ -14,18 +23,14 @@ extern const unsigned int spank_plugin_version = 1;
 
 int slurm_spank_init(spank_t sp, int ac, char** av) {
   return guarded("init", [&]() -> int {
-    std::string error;
-    if (!load_config(ac, av, error)) {
-      slurm_error("scaleguard: plugstack.conf: %s", error.c_str());
-      return kFail;
-    }
+    if (!configured(ac, av)) return kFail;
     switch (spank_context()) {
       case S_CTX_LOCAL:
       case S_CTX_ALLOCATOR:
         return submit_init(sp);
       case S_CTX_REMOTE:
         return remote_init(sp);
-      default:  // slurmd, job scripts: options only, so forwarded values parse everywhere
+      default:  // slurmd: options only, so forwarded values parse everywhere
         return register_options(sp);
     }
   });
@@ -36,6 +41,15 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
     const auto ctx = spank_context();
     return ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR ? submit_post_opt(sp) : 0;
   });
+}
+
+// `slurmstepd spank prolog|epilog` (root, once per node and job): the controller's plan.
+// slurm_spank_init is not called there (seen on 22.05): read the arguments here.
+int slurm_spank_job_prolog(spank_t, int ac, char** av) {
+  return guarded("job_prolog", [&]() -> int { return configured(ac, av) ? save_plan() : kFail; });
+}
+int slurm_spank_job_epilog(spank_t, int ac, char** av) {
+  return guarded("job_epilog", [&]() -> int { return configured(ac, av) ? drop_plan() : kFail; });
 }
 
 // slurmstepd, once per task, in the task's process (already the job's user) just before exec.

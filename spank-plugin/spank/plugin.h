@@ -10,16 +10,18 @@ extern "C" {
 
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace scaleguard::spank {
 
-// plugstack.conf arguments (config.cpp): policy=PATH catalog=PATH sysfs=ROOT profiles=DIR.
+// plugstack.conf arguments (config.cpp): policy= catalog= sysfs= profiles= plan_dir=.
 struct Config {
   std::string policy;    // required: checkpoint roots, catalog for model validation
   std::string catalog;   // optional override of the policy's catalog
   std::string sysfs = "/";  // root for NCCL/EFA detection; %n = Slurm node name
   std::string profiles;  // configs/nccl directory
+  std::string plan_dir = "/run/scaleguard";  // per-job plan files (plan.cpp), root-owned
 };
 // Parses the arguments into config(). Unknown key or malformed argument -> false with the
 // reason, and the plugin refuses to load (`required` in plugstack.conf makes that fatal).
@@ -55,6 +57,11 @@ bool checkpoint_roots(std::vector<std::string>& roots, std::string& error);
 // and slurmstepd test `rc < 0` (22.05 sbatch.c, slurmstepd mgr.c): a positive code only
 // logs "failed with rc=3000" and the submission goes ahead.
 constexpr int kFail = -1;
+
+// The controller's plan for a job (plan.cpp): saved by the job prolog, read by task_init.
+int save_plan();
+int drop_plan();
+std::vector<std::pair<std::string, std::string>> saved_plan(const std::string& job);
 
 // Per-context entry points (return 0 or kFail).
 int submit_init(spank_t sp);

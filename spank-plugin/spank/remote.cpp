@@ -61,12 +61,6 @@ std::vector<std::string> drop_inherited(Env& env, const std::string& this_step) 
   return dropped;
 }
 
-bool plan_name(const std::string& suffix) {
-  return !suffix.empty() && std::all_of(suffix.begin(), suffix.end(), [](char c) {
-    return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
 template <class T>
 std::string item(spank_t sp, spank_item_t what) {
   T value{};
@@ -124,10 +118,8 @@ int remote_task_init(spank_t sp) {
   const std::vector<std::string> inherited = drop_inherited(env, step);
 
   EnvList want;
-  // The plan job_submit/scaleguard attached: batch jobs carry it as SLURM_SPANK_SCALEGUARD_*.
-  for (const auto& [name, value] : env)
-    if (name.rfind("SLURM_SPANK_SCALEGUARD_", 0) == 0 && plan_name(name.substr(23)))
-      want.emplace_back(name.substr(12), value);
+  // The plan job_submit/scaleguard attached (saved by the job prolog on this node).
+  for (auto& kv : saved_plan(job)) want.push_back(std::move(kv));
   if (!ckpt_dir.empty()) want.emplace_back("SCALEGUARD_CKPT_DIR", ckpt_dir);
   // The batch script is one process whatever the job's task count; its steps get theirs.
   const bool batch = step_id == SLURM_BATCH_SCRIPT;

@@ -100,19 +100,30 @@ EOS
   assert_line "step 0 FI_PROVIDER=efa"
 }
 
-@test "plan variables carried as SLURM_SPANK_SCALEGUARD_* become SCALEGUARD_*; user's win" {
-  SLURM_SPANK_SCALEGUARD_STRATEGY=ddp SLURM_SPANK_SCALEGUARD_TP=4 SCALEGUARD_TP=3 \
-    run srun -n1 bash -c "$show"
-  assert_success
-  assert_line "0 SCALEGUARD_STRATEGY=ddp"
-  assert_line "0 SCALEGUARD_TP=3"
+needs_job_submit() {
+  grep -q '^JobSubmitPlugins=scaleguard' "$SLURM_CONF" || skip "dev cluster runs without job_submit/scaleguard"
 }
 
-@test "a job accepted by job_submit/scaleguard carries its plan into the tasks" {
-  grep -q '^JobSubmitPlugins=scaleguard' "$SLURM_CONF" || skip "dev cluster runs without job_submit/scaleguard"
-  run sbatch --wait -o "$work/out" --gpus=1 --train-model=350M --train-single-gpu-hours=2 \
-    --wrap 'srun -n1 env'
+@test "a batch job accepted by job_submit/scaleguard carries its plan into the tasks" {
+  needs_job_submit
+  run sbatch --wait -o "$work/out" --gpus=1 --time=3:00:00 --train-model=350M \
+    --train-single-gpu-hours=2 --wrap 'srun -n1 env'
   assert_success
-  run grep '^SCALEGUARD_STRATEGY=' "$work/out"
+  run cat "$work/out"
+  assert_line "SCALEGUARD_STRATEGY=single"
+  assert_line "SCALEGUARD_GPUS=1"
+}
+
+@test "an srun job gets the plan through the job prolog (PrologFlags=Alloc); user's values win" {
+  needs_job_submit
+  grep -qi '^PrologFlags=.*alloc' "$SLURM_CONF" ||
+    skip "slurm.conf lacks PrologFlags=Alloc: srun jobs' prologs never see the controller's spank env"
+  SCALEGUARD_GPUS=5 run srun -n1 --gpus=1 --time=3:00:00 --train-model=350M --train-single-gpu-hours=2 \
+    bash -c 'echo "STRATEGY=$SCALEGUARD_STRATEGY GPUS=$SCALEGUARD_GPUS"; ls "$SCALEGUARD_DEV_DIR/plans"'
   assert_success
+  assert_line "STRATEGY=single GPUS=5"
+  # The epilog removes the job's plan file.
+  local i
+  for ((i = 0; i < 50; i++)); do [ -z "$(ls "$SCALEGUARD_DEV_DIR/plans")" ] && break; sleep 0.2; done
+  [ -z "$(ls "$SCALEGUARD_DEV_DIR/plans")" ]
 }

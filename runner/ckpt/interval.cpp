@@ -26,7 +26,8 @@ Result<IntervalSpec> parse_interval(const std::string& text) {
                  "use N (steps), Nmin (minutes) or auto"};
   if (unit.empty() || unit == "steps") {
     if (v != std::floor(v) || v > 1e15)
-      return Error{"checkpoint interval '" + text + "' must be a whole number of steps", "", 0, "ckpt-every", ""};
+      return Error{"checkpoint interval '" + text + "' must be a whole number of steps", "", 0, "ckpt-every",
+                 "use N (steps), Nmin (minutes) or auto"};
     s.kind = IntervalSpec::Kind::steps;
     s.steps = static_cast<int64_t>(v);
     return s;

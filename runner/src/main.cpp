@@ -118,10 +118,12 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
   int threads = choose_threads(l, static_cast<int>(cfg.threads));
   at::set_num_threads(threads);
   bool cuda = cfg.device == "cuda" || (cfg.device == "auto" && torch::cuda::is_available());
-#ifndef SCALEGUARD_WITH_NCCL
+#ifdef SCALEGUARD_WITH_NCCL
+  if (cuda && !torch::cuda::is_available()) error = "device=cuda but no CUDA device is visible to this rank";
+#else
   if (cfg.device == "cuda") error = "device=cuda but this scaleguard-run was built without the NCCL backend";
-  cuda = false;
 #endif
+  cuda = cuda && error.empty();
   std::fprintf(stderr, "scaleguard-run: rank %d/%d local %d/%d node %d/%d host %s pid %d device %s threads %d\n",
                l.rank, l.world, l.local_rank, l.local_size, l.node, l.nodes, l.host.c_str(), static_cast<int>(getpid()),
                cuda ? "cuda" : "cpu", threads);
@@ -146,15 +148,17 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
         throw RunError("the data has " + std::to_string(tokens.size()) + " tokens, fewer than seq-len + 1 = " +
                        std::to_string(cfg.seq_len + 1));
       std::unique_ptr<Communicator> world;
+      at::Device device(at::kCPU);
 #ifdef SCALEGUARD_WITH_NCCL
-      if (cuda) {
-        int device = l.local_rank % static_cast<int>(torch::cuda::device_count());
-        world = make_nccl_communicator(MPI_COMM_WORLD, device);
+      if (cuda) {  // one GPU per local rank
+        int gpu = l.local_rank % static_cast<int>(torch::cuda::device_count());
+        device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+        world = make_nccl_communicator(MPI_COMM_WORLD, gpu);
       }
 #endif
       if (!world) world = make_mpi_communicator(MPI_COMM_WORLD);
       grid = make_grid(std::move(world), static_cast<int>(cfg.tp), static_cast<int>(cfg.dp), static_cast<int>(cfg.pp));
-      trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens));
+      trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens), device);
     } catch (const std::exception& e) {  // RunError, or torch's c10::Error for a bad shape
       error = e.what();
     }

@@ -43,11 +43,12 @@ void install_stop_handlers() {
 
 int stop_signal() { return g_stop_signal; }
 
-Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens)
-    : cfg_(cfg), launch_(launch), grid_(grid), tokens_(std::move(tokens)),
+Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens, at::Device device)
+    : cfg_(cfg), launch_(launch), grid_(grid), tokens_(std::move(tokens)), device_(device),
       sampler_((tokens_.size() - 1) / static_cast<uint64_t>(cfg.seq_len), cfg.seed) {
   accum_ = cfg.global_batch / grid_.dp / cfg.micro_batch;
-  model_ = make_model(cfg);
+  model_ = make_model(cfg);  // initialised on the CPU: the same values on every device
+  model_->to(device_);
   layout_ = std::make_unique<FlatLayout>(*model_, static_cast<int64_t>(cfg.bucket_mb * (1 << 20)));
   dp_ = std::make_unique<DataParallel>(*layout_, *grid_.dp_group, !cfg.no_overlap);
   optim_ = std::make_unique<AdamW>(*layout_, cfg);
@@ -94,7 +95,7 @@ std::pair<at::Tensor, at::Tensor> Trainer::batch(int64_t step, int64_t u) {
   at::Tensor y = model_->predicts_every_position()
                      ? window.narrow(1, 1, T).contiguous()            // (m, T) next token at each position
                      : window.select(1, T).contiguous();              // (m) token after the window
-  return {x, y};
+  return {x.to(device_), y.to(device_)};
 }
 
 int Trainer::run() {
@@ -109,7 +110,7 @@ int Trainer::run() {
     double t0 = now_s();
     double lr = lr_at(cfg_, state_.step);
     layout_->zero_grad();
-    at::Tensor loss_sum = at::zeros({}, at::kDouble);
+    at::Tensor loss_sum = at::zeros({}, at::TensorOptions(at::kDouble).device(device_));
     for (int64_t u = 0; u < accum_; ++u) {
       auto [x, y] = batch(state_.step, u);
       dp_->begin_backward(u == accum_ - 1);

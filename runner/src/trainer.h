@@ -44,7 +44,9 @@ struct TrainHooks {
 
 class Trainer {
  public:
-  Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens);
+  // device: where the model and batches live (CPU, or this rank's GPU with the NCCL
+  // backend); the grid's communicators must handle tensors on it.
+  Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens, at::Device device);
   ~Trainer();
   // Trains to cfg.steps or until signalled; returns the process exit code.
   int run();
@@ -68,6 +70,7 @@ class Trainer {
   const Launch& launch_;
   ProcessGrid& grid_;
   Tokens tokens_;
+  at::Device device_;
   Sampler sampler_;
   std::shared_ptr<LanguageModel> model_;
   std::unique_ptr<FlatLayout> layout_;

@@ -30,6 +30,8 @@ small=(--data tokens.bin --model gpt --n-embd 32 --n-layer 1 --seq-len 32 --glob
   assert_success
   assert_output --partial 'rank 0/2'
   assert_output --partial 'rank 1/2'
+  # The fake nodes have separate shared-memory domains: MPI sees two nodes.
+  assert_output --partial 'node 1/2'
   assert_output --partial 'done: 10 steps'
   refute_output --partial 'differ from rank 0'
   run grep -c '"final":true' m.jsonl

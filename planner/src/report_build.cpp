@@ -62,22 +62,22 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
   for (const auto& run : runs) {
     const std::int64_t begin = run.start;
     const std::int64_t finish = run.start >= 0 ? run.start + run.elapsed_s : -1;
-    // Part of the run inside the window; a run that never started counts with zero hours.
+    // A job that never started (pending, cancelled while pending) used no GPU: not counted.
+    if (begin < 0) continue;
+    // Part of the run inside the window.
     double share = 1;
     std::int64_t lo = begin, hi = finish;
-    if (begin >= 0) {
-      if (options.since >= 0) lo = std::max(lo, options.since);
-      if (options.until >= 0) hi = std::min(hi, options.until);
-      if (run.elapsed_s > 0) {
-        if (hi <= lo) continue;   // ran entirely outside the window
-        share = static_cast<double>(hi - lo) / static_cast<double>(run.elapsed_s);
-      } else if ((options.since >= 0 && begin < options.since) ||
-                 (options.until >= 0 && begin > options.until)) {
-        continue;
-      }
-      first = first < 0 ? lo : std::min(first, lo);
-      last = std::max(last, hi);
+    if (options.since >= 0) lo = std::max(lo, options.since);
+    if (options.until >= 0) hi = std::min(hi, options.until);
+    if (run.elapsed_s > 0) {
+      if (hi <= lo) continue;   // ran entirely outside the window
+      share = static_cast<double>(hi - lo) / static_cast<double>(run.elapsed_s);
+    } else if ((options.since >= 0 && begin < options.since) ||
+               (options.until >= 0 && begin > options.until)) {
+      continue;
     }
+    first = first < 0 ? lo : std::min(first, lo);
+    last = std::max(last, hi);
 
     const PlanNote note = parse_plan_note(run.comment);
     const double gpu_h = run.gpus * run.elapsed_s * share / 3600.0;
@@ -105,7 +105,7 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
     state_jobs[run.state].insert(run.job_id);
 
     // Per day: split the in-window part of the run at midnights, in proportion to wall time.
-    if (begin >= 0 && hi > lo) {
+    if (hi > lo) {
       for (std::int64_t t = lo; t < hi;) {
         const std::int64_t day = (t / kDay) * kDay;
         const std::int64_t piece_end = std::min(hi, day + kDay);
@@ -119,7 +119,7 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
         day_jobs[day].insert(run.job_id);
         t = piece_end;
       }
-    } else if (begin >= 0) {
+    } else {
       const std::int64_t day = (begin / kDay) * kDay;
       report.by_day[day].runs += 1;
       day_jobs[day].insert(run.job_id);

@@ -312,7 +312,14 @@ PlanNote parse_plan_note(const std::string& comment) {
     const std::string value = eq == std::string::npos ? "" : token.substr(eq + 1);
     token.clear();
     if (eq == std::string::npos) {
-      if (key == "accept" || key == "warn" || key == "rewrite" || key == "reject") note.action = key;
+      // decide() writes "scaleguard: ACTION: STRATEGY gpus=..": bare words, maybe with ':'.
+      std::string word = key;
+      if (!word.empty() && word.back() == ':') word.pop_back();
+      if (word == "accept" || word == "warn" || word == "rewrite" || word == "reject")
+        note.action = word;
+      else if (word == "single" || word == "ddp" || word == "zero" || word == "pipeline" ||
+               word == "tensor" || word == "hybrid")
+        note.strategy = word;
       continue;
     }
     if (key == "action") {

@@ -49,9 +49,10 @@ struct Run {
 // order works). Step records ("123.batch") are skipped. Errors name the source and line.
 Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source);
 
-// What job_submit/scaleguard wrote into the job comment: a one-line summary starting with
-// "scaleguard:" holding key=value tokens (strategy=, gpus=, comm=, ckpt=...). Unknown tokens
-// are ignored; a missing summary leaves present=false.
+// What job_submit/scaleguard wrote into the job comment: decide()'s one-line summary,
+// "scaleguard: ACTION: STRATEGY gpus=N nodes=N ... comm=R ckpt=Ns" (the action and strategy as
+// bare words, the rest key=value; comm may be a ratio or "35%", ckpt "1800", "1800s", "30m").
+// Unknown tokens are ignored; a comment without "scaleguard:" leaves present=false.
 struct PlanNote {
   bool present = false;
   std::string action;           // accept|warn|rewrite|reject when given
@@ -108,8 +109,8 @@ struct Report {
   std::vector<std::string> notes;             // e.g. partitions without a price
 };
 
-// Aggregates runs over the window. Runs outside the window are dropped; runs crossing an
-// edge count with the part of their elapsed time inside it.
+// Aggregates runs over the window. Runs outside the window and jobs that never started are
+// dropped; runs crossing an edge count with the part of their elapsed time inside it.
 Report build_report(const std::vector<Run>& runs, const Options& options);
 
 std::string render_text(const Report& report);

@@ -1,0 +1,121 @@
+#!/usr/bin/env bats
+# `scaleguard report` end to end: the fixture through the real binary, every format, and the
+# clear messages (malformed line, empty window, sacct missing or failing). Where sacct must
+# run, a stand-in on PATH records its arguments and prints the fixture.
+
+bats_load_library_path=/usr/lib/bats
+load "$bats_load_library_path/bats-support/load"
+load "$bats_load_library_path/bats-assert/load"
+
+setup() {
+  : "${SCALEGUARD_BIN:?}" "${SCALEGUARD_SOURCE_DIR:?}" "${SCALEGUARD_TEST_DATA:?}"
+  export SCALEGUARD_POLICY=$SCALEGUARD_SOURCE_DIR/configs/policy.ini
+  fixture=$SCALEGUARD_TEST_DATA/sacct-mixed.txt
+  fake=$BATS_TEST_TMPDIR/bin
+  mkdir -p "$fake"
+}
+
+report() { "$SCALEGUARD_BIN" report "$@"; }
+
+# A stand-in sacct: records argv one per line, prints FILE, exits CODE (stderr MESSAGE).
+fake_sacct() {  # fake_sacct FILE CODE [MESSAGE]
+  cat > "$fake/sacct" <<SH
+#!/bin/sh
+printf '%s\n' "\$@" > "$BATS_TEST_TMPDIR/sacct.args"
+cat "$1"
+[ -n "${3:-}" ] && echo "${3:-}" >&2
+exit $2
+SH
+  chmod +x "$fake/sacct"
+}
+
+@test "text report of the fixture carries the hand-computed totals" {
+  run report --sacct-file "$fixture" --since 2026-12-01 --until 2026-12-03
+  assert_success
+  assert_line --index 0 "scaleguard report: 2026-12-01T00:00:00 .. 2026-12-03T00:00:00"
+  # 83.25 GPU-hours; on demand 50.25 x 32.77/8 + spot 33 x 9.83/8 = $246.39
+  assert_line --index 1 "11 jobs, 13 runs, 83.25 GPU-hours, 20.33 wasted (24.4%), cost \$246.39 (\$35.50 wasted)"
+  assert_output --partial "! low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
+}
+
+@test "csv and html go to --output" {
+  run report --sacct-file "$fixture" --since 2026-12-01 --until 2026-12-03 --format csv -o "$BATS_TEST_TMPDIR/r.csv"
+  assert_success
+  run head -2 "$BATS_TEST_TMPDIR/r.csv"
+  assert_line --index 1 "total,2026-12-01T00:00:00..2026-12-03T00:00:00,,,,,11,13,,83.2500,20.3333,246.39,35.50,"
+  run report --sacct-file "$fixture" --format html --output "$BATS_TEST_TMPDIR/r.html"
+  assert_success
+  run grep -o "<svg" "$BATS_TEST_TMPDIR/r.html"
+  assert_equal "${#lines[@]}" 3
+}
+
+@test "runs sacct with an argument vector for the window and reads its output" {
+  fake_sacct "$fixture" 0
+  PATH="$fake:$PATH" run report --since 2026-12-01 --until 2026-12-03
+  assert_success
+  assert_line --index 1 --partial "83.25 GPU-hours"
+  run cat "$BATS_TEST_TMPDIR/sacct.args"
+  assert_output "-a
+-X
+-D
+--parsable2
+--format=JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,Comment
+--starttime=2026-12-01T00:00:00
+--endtime=2026-12-03T00:00:00"
+}
+
+@test "a window without jobs says so" {
+  run report --sacct-file "$fixture" --since 2027-01-01 --until 2027-01-02
+  assert_failure 1
+  assert_output --partial "no jobs between 2027-01-01T00:00:00 and 2027-01-02T00:00:00"
+  # sacct answering with only its header (no job in the window) is the same message.
+  head -1 "$fixture" > "$BATS_TEST_TMPDIR/empty.txt"
+  fake_sacct "$BATS_TEST_TMPDIR/empty.txt" 0
+  PATH="$fake:$PATH" run report --since 2026-12-01 --until 2026-12-02
+  assert_failure 1
+  assert_output "scaleguard report: no jobs between 2026-12-01T00:00:00 and 2026-12-02T00:00:00 in sacct output"
+}
+
+@test "sacct missing from PATH" {
+  PATH="$fake" run "$SCALEGUARD_BIN" report --since 2026-12-01
+  assert_failure 1
+  assert_output --partial "sacct not found in PATH"
+  assert_output --partial "--sacct-file"
+}
+
+@test "sacct failing shows its exit status and message" {
+  fake_sacct /dev/null 1 "sacct: error: Problem talking to the database: Connection refused"
+  PATH="$fake:$PATH" run report --since 2026-12-01 --until 2026-12-02
+  assert_failure 1
+  assert_output "scaleguard report: sacct failed (exit 1): sacct: error: Problem talking to the database: Connection refused"
+}
+
+@test "a malformed sacct line is named" {
+  run report --sacct-file "$SCALEGUARD_TEST_DATA/sacct-malformed.txt"
+  assert_failure 1
+  assert_output --partial "sacct-malformed.txt:3: has 7 fields, header has 15"
+  printf 'not|sacct\n1|2\n' > "$BATS_TEST_TMPDIR/other.txt"
+  run report --sacct-file "$BATS_TEST_TMPDIR/other.txt"
+  assert_failure 1
+  assert_output --partial "other.txt:1: JobID: header has no JobID column"
+}
+
+@test "bad options are usage errors" {
+  run report --sacct-file "$fixture" --format pdf
+  assert_failure 2
+  assert_output --partial "'pdf' is not text, csv or html"
+  run report --sacct-file "$fixture" --since 2026-13-01
+  assert_failure 1
+  assert_output --partial "--since: '2026-13-01' is not a valid date"
+  run report --sacct-file "$fixture" --since 2026-12-02 --until 2026-12-01
+  assert_failure 1
+  assert_output --partial "is not after --since"
+  run report --sacct-file "$BATS_TEST_TMPDIR/nope.txt"
+  assert_failure 1
+  assert_output --partial "cannot read $BATS_TEST_TMPDIR/nope.txt"
+  run report --bogus
+  assert_failure 2
+  run report --sacct-file "$fixture" --policy "$BATS_TEST_TMPDIR/none.ini"
+  assert_failure 1
+  assert_output --partial "policy:"
+}

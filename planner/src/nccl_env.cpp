@@ -18,7 +18,7 @@ namespace scaleguard {
 namespace {
 
 constexpr const char* kOfiPlaceholder = "${OFI_NCCL_DIR}";
-constexpr std::size_t kMaxConfigBytes = 1 << 20;  // profiles and fleet configs are tiny
+constexpr std::size_t kMaxConfigBytes = 1 << 20;  // fleet configs are a few KiB
 
 std::string join_root(const std::string& root, const std::string& rel) {
   return (fs::path(root.empty() ? "/" : root) / rel).lexically_normal().string();
@@ -99,10 +99,13 @@ std::string pcluster_instance_type(const std::string& path, const std::string& n
         if (node.size() <= prefix.size() || node.compare(0, prefix.size(), prefix) != 0) continue;
         const std::string index = node.substr(prefix.size());
         if (!std::all_of(index.begin(), index.end(), ::isdigit)) continue;
-        const auto instances = conf.is_object() ? conf.value("Instances", nlohmann::json()) : nlohmann::json();
+        // Checked step by step: a wrongly typed field must mean "unknown", not an exception.
+        if (!conf.is_object() || !conf.contains("Instances")) return {};
+        const auto& instances = conf["Instances"];
         if (!instances.is_array() || instances.empty() || !instances[0].is_object()) return {};
-        const std::string type = instances[0].value("InstanceType", std::string());
-        return looks_like_instance_type(type) ? type : std::string();
+        const auto& type = instances[0].contains("InstanceType") ? instances[0]["InstanceType"] : nlohmann::json();
+        if (!type.is_string() || !looks_like_instance_type(type.get<std::string>())) return {};
+        return type.get<std::string>();
       }
     }
   }

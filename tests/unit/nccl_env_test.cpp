@@ -98,10 +98,15 @@ TEST_F(NcclFakeNode, NonInstanceDmiFallsBackToParallelCluster) {
 }
 
 TEST_F(NcclFakeNode, BrokenFleetConfigIsUnknownNotACrash) {
-  write("etc/parallelcluster/slurm_plugin/fleet-config.json", "{\"gpu\": [1, 2,");
   NodeProbe p = probe();
   p.node_name = "gpu-st-p4d-1";
-  EXPECT_EQ(detect_node(p).instance_type, "");
+  for (const std::string text : {R"({"gpu": [1, 2,)", R"({"gpu": {"p4d": {"Instances": [{"InstanceType": 5}]}}})",
+                                 R"({"gpu": {"p4d": {"Instances": {"InstanceType": "p4d.24xlarge"}}}})",
+                                 R"({"gpu": {"p4d": {"Instances": [{"InstanceType": "p4d; rm -rf /"}]}}})",
+                                 R"({"gpu": {"p4d": []}})", R"([])"}) {
+    write("etc/parallelcluster/slurm_plugin/fleet-config.json", text);
+    EXPECT_EQ(detect_node(p).instance_type, "") << text;
+  }
 }
 
 TEST_F(NcclFakeNode, FindsOfiNcclPluginAndItsLibraries) {

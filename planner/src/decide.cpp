@@ -68,6 +68,11 @@ struct Judge {
   }
 };
 
+bool same_layout(const Layout& a, const Layout& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.zero == b.zero && a.micro_batch == b.micro_batch &&
+         a.recompute == b.recompute;
+}
+
 std::string gpus_str(int n) { return n == 1 ? "1 GPU" : std::to_string(n) + " GPUs"; }
 
 std::string plan_line(const Plan& p) {
@@ -223,6 +228,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     goals.distributed_min_gpu_hours =
         j.on(RuleId::distributed_min_gpu_hours) ? j.threshold(RuleId::distributed_min_gpu_hours) : 0;
     goals.deadline_hours = job.deadline_hours;
+    goals.explain = false;  // reasons are written once, for the plan that is kept
 
     Workload w{model.value(), job.tokens, 0};
     const Pins free_pins;  // the one-GPU comparison ignores the pinned strategy
@@ -237,7 +243,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       auto probe = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
       w.tokens = probe ? 1e9 * hours / probe.value().train_hours : 0;
     }
-    if (single) single = best_plan_at(w, hw, 1, free_pins, goals);
+    if (single) scale_work(single.value(), w.tokens / 1e9);
     const bool single_fits = static_cast<bool>(single);
     auto asked = w.tokens > 0 ? best_plan_at(w, hw, gpus, pins, goals) : single;
     if (!asked && w.tokens <= 0) asked = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
@@ -359,6 +365,12 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                                  : "")))
           new_time = need;
         j.ask(std::nullopt, need);
+      }
+      {
+        Goals explain = goals;
+        explain.explain = true;
+        auto ex = best_plan_at(w, hw, chosen.gpus, chosen.gpus == 1 ? free_pins : pins, explain);
+        chosen.reasons = ex && same_layout(ex.value().layout, chosen.layout) ? ex.value().reasons : describe_plan(chosen);
       }
       add_plan_env(d, chosen, job);
       d.plan_json = to_json(chosen);

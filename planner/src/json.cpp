@@ -1,5 +1,6 @@
 // JSON output: plans (hand-written: decide() builds one per call and must stay fast) and
 // decisions (nlohmann_json: only the CLI and the plugins' logging call it).
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -30,7 +31,10 @@ void field(std::string& out, const char* key, double v) {
   out += '"';
   out += key;
   out += "\":";
-  out += std::isfinite(v) ? text::format("%.6g", v) : std::string("null");
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+  if (std::isfinite(v) && res.ec == std::errc()) out.append(buf, res.ptr);
+  else out += "null";
   out += ',';
 }
 void field(std::string& out, const char* key, const std::string& v) {

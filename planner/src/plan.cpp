@@ -274,4 +274,13 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   return p;
 }
 
+void scale_work(Plan& p, double factor) {
+  p.steps *= factor;
+  p.train_hours *= factor;
+  p.wall_hours *= factor;
+  p.gpu_hours *= factor;
+  p.cost_on_demand *= factor;
+  p.cost_spot *= factor;
+}
+
 }  // namespace scaleguard

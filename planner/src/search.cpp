@@ -66,6 +66,11 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
           if (pins.recompute && *pins.recompute != rc) continue;
           if (!pins.recompute && m.recompute && *m.recompute != rc) continue;
+          // Recompute only adds FLOPs: once a plan of this rung loses nothing to
+          // communication or bubbles, no recomputing layout can be faster.
+          if (rc != Recompute::none && r.fits && r.best.step_seconds <= r.best.compute_seconds * (1 + 1e-9) &&
+              r.best.layout.recompute == Recompute::none)
+            continue;
           for (int b = 1; b <= local; b *= 2) {
             if (pins.micro_batch && *pins.micro_batch != b) continue;
             Layout l{tp, pp, dp, zero, b, rc};
@@ -118,7 +123,9 @@ std::vector<std::string> describe_plan(const Plan& p) {
   return out;
 }
 
-Result<Plan> best_plan_at(const Workload& w, const Hardware& hw, int gpus, const Pins& pins, const Goals& goals) {
+Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, const Pins& pins, const Goals& goals) {
+  Workload w = work;  // the default batch is resolved once, not in every evaluate()
+  if (w.global_batch <= 0) w.global_batch = default_global_batch(w.model);
   if (gpus < 1 || gpus > goals.max_gpus)
     return Error{text::format("%d GPUs is out of range", gpus), "", 0, "gpus",
                  text::format("ask for 1 to %d GPUs", goals.max_gpus)};
@@ -131,25 +138,29 @@ Result<Plan> best_plan_at(const Workload& w, const Hardware& hw, int gpus, const
     if (!r.any) continue;
     if (least_memory == 0 || (r.least_memory > 0 && r.least_memory < least_memory)) least_memory = r.least_memory;
     if (!r.fits) {
-      skipped.push_back(std::string(to_string(rung)) + " does not fit (needs at least " + gib(r.least_memory) +
+      if (goals.explain)
+        skipped.push_back(std::string(to_string(rung)) + " does not fit (needs at least " + gib(r.least_memory) +
                         " per GPU > " + text::num(hw.gpu.memory_gib, 0) + " GiB)");
       continue;
     }
     if (overhead_ratio(r.best) <= goals.max_comm_ratio) {
       Plan p = r.best;
+      if (!goals.explain) return p;
       for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
       p.reasons.push_back(std::string("ladder: ") + to_string(rung) + " is the simplest strategy that fits" +
                           (skipped.empty() ? "" : " after the rungs above"));
       for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
       return p;
     }
-    skipped.push_back(std::string(to_string(rung)) + " fits but loses " + text::num(overhead_ratio(r.best), 2) +
+    if (goals.explain)
+      skipped.push_back(std::string(to_string(rung)) + " fits but loses " + text::num(overhead_ratio(r.best), 2) +
                       " of its compute time to communication and pipeline bubbles (> " +
                       text::num(goals.max_comm_ratio, 2) + ")");
     if (!fallback.fits || r.best.step_seconds < fallback.best.step_seconds) fallback = r;
   }
   if (fallback.fits) {
     Plan p = fallback.best;
+    if (!goals.explain) return p;
     for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
     p.reasons.push_back(std::string("ladder: no strategy keeps communication and bubbles within ") +
                         text::num(goals.max_comm_ratio, 2) + "; taking the fastest that fits, " + to_string(p.strategy));
@@ -183,7 +194,8 @@ Result<Plan> choose_plan(const Workload& w, const Hardware& hw, const Pins& pins
   const double target = goals.deadline_hours > 0 ? goals.deadline_hours : goals.single_gpu_max_hours;
   Plan plan = cur.value();
   if (n == 1 && plan.gpu_hours < goals.distributed_min_gpu_hours && goals.deadline_hours <= 0) {
-    plan.reasons.push_back("stays on one GPU: " + text::num(plan.gpu_hours, 1) + " GPU-hours < " +
+    if (goals.explain)
+      plan.reasons.push_back("stays on one GPU: " + text::num(plan.gpu_hours, 1) + " GPU-hours < " +
                            text::num(goals.distributed_min_gpu_hours, 0) + " (distributed_min_gpu_hours)");
     return plan;
   }
@@ -193,19 +205,22 @@ Result<Plan> choose_plan(const Workload& w, const Hardware& hw, const Pins& pins
     if (!next) break;
     const double speedup = plan.wall_hours / next.value().wall_hours;
     if (speedup < goals.min_doubling_speedup) {
-      plan.reasons.push_back(text::format("stops at %d GPUs: doubling to %d speeds up only %.2fx < %.2g", n, n * 2,
+      if (goals.explain)
+        plan.reasons.push_back(text::format("stops at %d GPUs: doubling to %d speeds up only %.2fx < %.2g", n, n * 2,
                                           speedup, goals.min_doubling_speedup));
       return plan;
     }
     if (next.value().comm_ratio > goals.max_comm_ratio) {
-      plan.reasons.push_back(text::format("stops at %d GPUs: at %d the comm ratio %.2f exceeds %.2g", n, n * 2,
+      if (goals.explain)
+        plan.reasons.push_back(text::format("stops at %d GPUs: at %d the comm ratio %.2f exceeds %.2g", n, n * 2,
                                           next.value().comm_ratio, goals.max_comm_ratio));
       return plan;
     }
     plan = next.value();
     n *= 2;
   }
-  plan.reasons.push_back(plan.wall_hours <= target
+  if (goals.explain)
+    plan.reasons.push_back(plan.wall_hours <= target
                              ? text::format("%d GPU(s) finish in %.1f h, within the %.0f h target", n, plan.wall_hours, target)
                              : text::format("%d GPU(s): the most the goals allow (%.1f h)", n, plan.wall_hours));
   return plan;

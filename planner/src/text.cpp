@@ -1,6 +1,7 @@
 #include "text.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdarg>
@@ -57,12 +58,20 @@ std::string format(const char* fmt, ...) {
   return std::string(buf, static_cast<size_t>(std::min<int>(n, sizeof buf - 1)));
 }
 
+// std::to_chars: locale-free and several times faster than printf's %f (decide() formats
+// a few dozen numbers per call).
+static std::string fixed(double v, int decimals) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  return res.ec == std::errc() ? std::string(buf, res.ptr) : format("%.*f", decimals, v);
+}
+
 std::string num(double v, int digits) {
   if (!std::isfinite(v)) return v > 0 ? "inf" : "nan";
-  // Big numbers need no decimals; small ones keep `digits` significant-ish decimals.
+  // Big numbers need no decimals; small ones keep `digits` decimals.
   const double a = std::fabs(v);
   int decimals = a >= 100 ? 0 : a >= 10 ? std::min(digits, 1) : digits;
-  std::string s = format("%.*f", decimals, v);
+  std::string s = fixed(v, decimals);
   if (s.find('.') != std::string::npos) {
     while (!s.empty() && s.back() == '0') s.pop_back();
     if (!s.empty() && s.back() == '.') s.pop_back();
@@ -72,8 +81,8 @@ std::string num(double v, int digits) {
 
 std::string money(double usd) {
   if (!std::isfinite(usd)) return "$inf";
-  if (usd < 10) return "$" + format("%.2f", usd);
-  std::string digits = format("%.0f", usd);
+  if (usd < 10) return "$" + fixed(usd, 2);
+  std::string digits = fixed(usd, 0);
   std::string out;
   int count = 0;
   for (auto it = digits.rbegin(); it != digits.rend(); ++it) {

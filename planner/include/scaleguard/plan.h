@@ -103,6 +103,7 @@ struct Goals {
   double distributed_min_gpu_hours = 100;
   double deadline_hours = 0;     // > 0: fewest GPUs that finish within it
   int max_gpus = 65536;
+  bool explain = true;           // false: no reasons[] (decide() explains only the plan it keeps)
 };
 
 // The best plan on exactly `gpus` GPUs: climbs the ladder and takes the first rung with a
@@ -125,6 +126,10 @@ double young_daly_interval(double save_s, double node_mtbf_hours, int gpus = 1,
 // Expected wall-time factor (>= 1) of checkpointing every `interval_s` with save C, restart R
 // and MTBF M (seconds): (1 + C/t) / (1 - (t/2 + R)/M); infinity when no progress is expected.
 double failure_factor(double interval_s, double save_s, double restart_s, double mtbf_s);
+
+// Multiplies the amount of work (steps, hours, GPU-hours, cost) by `factor`: the layout,
+// step time and failure rates do not depend on how many tokens are trained.
+void scale_work(Plan&, double factor);
 
 std::string to_json(const Plan&);
 

@@ -73,7 +73,12 @@ bool nccl_vars(const Env& env, EnvList& out, std::string& error) {
   probe.node_name = get(env, "SLURMD_NODENAME");
   probe.root = config().sysfs;
   if (const auto at = probe.root.find("%n"); at != std::string::npos) {
-    if (!first_host(probe.node_name).ok()) return error = "no usable SLURMD_NODENAME for sysfs=%n", false;
+    const std::string& n = probe.node_name;  // becomes a path component
+    const bool plain = !n.empty() && n.size() < 256 && n != "." && n != ".." &&
+                       std::all_of(n.begin(), n.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                       });
+    if (!plain) return error = "no usable SLURMD_NODENAME for sysfs=%n", false;
     probe.root.replace(at, 2, probe.node_name);
   }
   const NodeInfo node = detect_node(probe);

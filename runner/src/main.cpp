@@ -162,14 +162,16 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
     } catch (const std::exception& e) {  // RunError, or torch's c10::Error for a bad shape
       error = e.what();
     }
-    if (any_failed(l, error, "data and model")) return fail();
-    try {
-      rc = trainer->run();
-    } catch (const std::exception& e) {
-      // Peers may be inside a collective already: only an abort ends them reliably.
-      std::fprintf(stderr, "scaleguard-run: rank %d: error during training: %s\n", l.rank, e.what());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, kExitError);
+    // On failure fall through: the communicators must be freed before MPI_Finalize.
+    if (!any_failed(l, error, "data and model")) {
+      try {
+        rc = trainer->run();
+      } catch (const std::exception& e) {
+        // Peers may be inside a collective already: only an abort ends them reliably.
+        std::fprintf(stderr, "scaleguard-run: rank %d: error during training: %s\n", l.rank, e.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, kExitError);
+      }
     }
   }
   MPI_Finalize();

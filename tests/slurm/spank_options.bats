@@ -103,3 +103,25 @@ probe_id() {
   assert_output --partial "scaleguard: --train-ckpt-interval='never'"
   assert_output --partial "accepted: auto or a whole number of minutes"
 }
+
+# A client whose plugstack.conf (beside SLURM_CONF) passes the plugin bad arguments.
+client_with_args() {
+  mkdir -p "$work/etc"
+  cp "$(dirname "$SLURM_CONF")"/*.conf "$work/etc/"
+  sed -i "s|scaleguard.so .*|scaleguard.so $*|" "$work/etc/plugstack.conf"
+}
+
+@test "strict plugstack arguments: unknown, repeated or relative ones stop the plugin" {
+  local policy
+  policy=$(sed -n 's/.*policy=\([^ ]*\).*/\1/p' "$(dirname "$SLURM_CONF")/plugstack.conf")
+  for args in "policy=$policy bogus=1" "policy=$policy policy=$policy" "policy=relative.ini" \
+              "policy=$policy sysfs" "sysfs=/"; do
+    client_with_args "$args"
+    SLURM_CONF=$work/etc/slurm.conf run sbatch --wrap true
+    assert_failure
+    assert_output --partial "scaleguard: plugstack.conf:"
+  done
+  client_with_args "policy=$policy sysfs=/ plan_dir=/run/scaleguard"
+  SLURM_CONF=$work/etc/slurm.conf run sbatch --test-only --wrap true
+  refute_output --partial "scaleguard: plugstack.conf:"
+}

@@ -6,6 +6,7 @@ load helpers
 
 setup_file() {
   cluster_env
+  resume_nodes   # an earlier test file may have provoked a drain
   export CLUSTER_TMP=$(user_dir)
   mpicc -o "$CLUSTER_TMP/allreduce" "$BATS_TEST_DIRNAME/data/mpi_allreduce.c"
   chmod a+rx "$CLUSTER_TMP/allreduce"

@@ -125,3 +125,13 @@ restart_slurmctld() {
 parsed_job_id() {
   grep -E '^[0-9]+(;[^ ]*)?$' <<<"$output" | tail -n 1 | cut -d';' -f1
 }
+
+# Returns drained or down nodes to service (a job whose launch fails on a node, e.g. a
+# required SPANK plugin refusing in the remote context, makes slurmctld drain that node).
+# Call it in teardown_file after tests that provoke such failures.
+resume_nodes() {
+  local n
+  for n in $(sinfo -h -N -t drain,drng,down -o %N | sort -u); do
+    scontrol update nodename="$n" state=resume
+  done
+}

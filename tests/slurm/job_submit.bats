@@ -8,7 +8,18 @@ load helpers
 
 setup_file() {
   cluster_env
+  resume_nodes   # an earlier test file may have provoked a drain
   export JS_TMP=$(user_dir)
+  # The warning-signal job (last test) takes ~30 s of slurmctld's time-limit passes: start it
+  # now on one GPU of node 1 so the other tests run meanwhile.
+  cat > "$JS_TMP/trap.sh" <<'SCRIPT'
+#!/bin/bash
+trap 'echo got-USR1; exit 0' USR1
+for i in $(seq 110); do sleep 1; done
+echo no-signal
+SCRIPT
+  sbatch -J sg-js -p gpu-spot -w gpu-st-p4d-1 --gpus=1 --time=2 -o "$JS_TMP/trap.out" \
+    "$JS_TMP/trap.sh" > "$JS_TMP/trap.submit" 2>&1
 }
 
 teardown_file() {
@@ -51,18 +62,19 @@ intent=(--train-model=350M --train-tokens=2.6B)
 
 @test "a large model gets a multi-node plan in the comment, the batch script and every task" {
   require_spank
-  run sbatch --parsable -J sg-js -o "$JS_TMP/large.out" -N2 --gpus=16 --time=7-0 \
+  # 7 GPUs per node: one GPU of node 1 runs the warning-signal job meanwhile.
+  run sbatch --parsable -J sg-js -o "$JS_TMP/large.out" -N2 --gpus-per-node=7 --time=7-0 \
     --train-model=llama2-7b --train-tokens=300B \
     --wrap 'srun -N2 -n2 -l bash -c "echo \$SLURMD_NODENAME nodes=\$SCALEGUARD_NODES gpus=\$SCALEGUARD_GPUS strategy=\$SCALEGUARD_STRATEGY"'
   assert_success
   job_id=$(parsed_job_id)
   run job_comment "$job_id"
-  assert_output --regexp 'gpus=16 nodes=2'
+  assert_output --regexp 'gpus=14 nodes=2'
   run wait_job "$job_id"
   assert_output COMPLETED
   run cat "$JS_TMP/large.out"
-  assert_output --regexp '0: gpu-st-p4d-1 nodes=2 gpus=16 strategy=[a-z]+'
-  assert_output --regexp '1: gpu-st-p4d-2 nodes=2 gpus=16 strategy=[a-z]+'
+  assert_output --regexp '0: gpu-st-p4d-1 nodes=2 gpus=14 strategy=[a-z]+'
+  assert_output --regexp '1: gpu-st-p4d-2 nodes=2 gpus=14 strategy=[a-z]+'
 }
 
 @test "a raw request that must checkpoint is rewritten: requeue and USR1 before the limit" {
@@ -74,26 +86,6 @@ intent=(--train-model=350M --train-tokens=2.6B)
   run job_field "$job_id" Requeue
   assert_output 1
   scancel "$job_id"
-}
-
-@test "the rewritten warning signal reaches the batch script (spot partition)" {
-  # On spot capacity every job must checkpoint; with a 2-minute limit the USR1 that the
-  # rewrite asked for (300 s before the end) is due at once: slurmctld sends it on its next
-  # time-limit pass (every 30 s).
-  cat > "$JS_TMP/trap.sh" <<'SCRIPT'
-#!/bin/bash
-trap 'echo got-USR1; exit 0' USR1
-for i in $(seq 110); do sleep 1; done
-echo no-signal
-SCRIPT
-  run sbatch --parsable -J sg-js -p gpu-spot --gpus=1 --time=2 -o "$JS_TMP/trap.out" "$JS_TMP/trap.sh"
-  assert_success
-  assert_output --partial 'signal=B:USR1'
-  job_id=$(parsed_job_id)
-  run wait_job "$job_id" 150
-  assert_output COMPLETED
-  run cat "$JS_TMP/trap.out"
-  assert_output got-USR1
 }
 
 @test "jobs without --train-* options are judged on GPUs x time (--gpus, --gres, --gpus-per-node)" {
@@ -156,4 +148,17 @@ SCRIPT
   assert_output --regexp "^$SCALEGUARD_TEST_USER\("
   run job_comment "$job_id"
   assert_output --regexp '^scaleguard: accept'
+}
+
+@test "the rewritten warning signal reaches the batch script (spot partition)" {
+  # On spot capacity every job must checkpoint; with a 2-minute limit the USR1 that the
+  # rewrite asked for (300 s before the end) is due at once: slurmctld sends it on its next
+  # time-limit pass (every 30 s). Submitted in setup_file.
+  run cat "$JS_TMP/trap.submit"
+  assert_output --partial 'signal=B:USR1'
+  job_id=$(grep -o 'Submitted batch job [0-9]*' "$JS_TMP/trap.submit" | grep -o '[0-9]*$')
+  run wait_job "$job_id" 150
+  assert_output COMPLETED
+  run cat "$JS_TMP/trap.out"
+  assert_output got-USR1
 }

@@ -8,6 +8,7 @@ load helpers
 
 setup_file() {
   cluster_env
+  resume_nodes   # an earlier test file may have provoked a drain
   export BP_TMP=$(user_dir)
   cc -shared -fPIC -o "$BP_TMP/forge.so" "$BATS_TEST_DIRNAME/data/forge_spank.c"
   export NO_SPANK_CONF=$(client_conf "$BP_TMP/nospank" "")
@@ -105,31 +106,48 @@ forged_sbatch() {
   assert_output --partial 'given twice with different values'
 }
 
-# submit_refused OPTION VALUE: a forged value must be refused with a message naming the option.
-submit_refused() {
-  rm -f "$FORGE_SPANK_DIR"/*
-  forge "$1" "$2"
-  run forged_sbatch -H --gpus=1 --wrap true
-  [ "$status" -ne 0 ] || fail "--${1//_/-}=$(printf %q "${2:0:40}") was accepted: $output"
-  assert_output --regexp "scaleguard: --${1//_/-}=.*\(accepted: "
-  refute_output --partial $'\x1b'
+# Submits, four at a time, one job per "OPTION VALUE-FILE" case with that forged value; each
+# submission's output goes to VALUE-FILE.out.
+submit_cases() {
+  local option file n=0
+  while read -r option file; do
+    mkdir -p "$file.d"
+    cp "$file" "$file.d/_SLURM_SPANK_OPTION_scaleguard_$option"
+    FORGE_SPANK_DIR=$file.d forged_sbatch -H --gpus=1 --wrap true > "$file.out" 2>&1 &
+    if (( ++n % 4 == 0 )); then wait; fi
+  done
+  wait
 }
 
 @test "hostile values of every option are refused naming the option; slurmctld stays up" {
-  local megabyte option value
-  megabyte=$(head -c 1048576 /dev/zero | tr '\0' 7)
+  local dir=$BP_TMP/hostile cases=() i=0 option value
+  mkdir -p "$dir"
+  local values=("$(head -c 1048576 /dev/zero | tr '\0' 7)" '' $'7B\nSCALEGUARD_STRATEGY=hybrid'
+                '7B=1;rm -rf /')
   for option in train_model train_tokens train_single_gpu_hours train_strategy train_deadline \
                 train_ckpt_dir train_ckpt_interval; do
-    for value in "$megabyte" '' $'7B\nSCALEGUARD_STRATEGY=hybrid' '7B=1;rm -rf /'; do
-      submit_refused "$option" "$value"
+    for value in "${values[@]}"; do
+      printf '%s' "$value" > "$dir/$i"; cases+=("$option $dir/$i"); i=$((i + 1))
     done
   done
-  submit_refused train_model $'\x1b[2J350M'
-  submit_refused train_model '../../etc/passwd'
-  submit_refused train_ckpt_dir '/tmp/../etc'
-  submit_refused train_ckpt_dir '../../etc/passwd'
-  submit_refused train_ckpt_dir '/tmp/a;b'
-  submit_refused train_ckpt_interval '-5'
+  for value in $'\x1b[2J350M' '../../etc/passwd'; do
+    printf '%s' "$value" > "$dir/$i"; cases+=("train_model $dir/$i"); i=$((i + 1))
+  done
+  for value in '/tmp/../etc' '../../etc/passwd' '/tmp/a;b'; do
+    printf '%s' "$value" > "$dir/$i"; cases+=("train_ckpt_dir $dir/$i"); i=$((i + 1))
+  done
+  printf '%s' '-5' > "$dir/$i"; cases+=("train_ckpt_interval $dir/$i")
+  printf '%s\n' "${cases[@]}" | submit_cases
+  local case_ file
+  for case_ in "${cases[@]}"; do
+    read -r option file <<<"$case_"
+    output=$(cat "$file.out")
+    [[ $output == *"Submitted batch job"* ]] &&
+      fail "--${option//_/-}=$(head -c 40 "$file" | od -c | head -n 2) was accepted: $output"
+    assert_output --regexp "scaleguard: --${option//_/-}=.*\(accepted: "
+    refute_output --partial $'\x1b'
+  done
+  assert_equal "${#cases[@]}" 34
   assert_slurmctld_alive
   run bash -c "tail -n +$LOG_FROM '$SCALEGUARD_DEV_DIR/log/slurmctld.log' | grep -cE 'fatal|Segmentation|double free|malloc\(\)'"
   assert_output 0

@@ -8,6 +8,7 @@ load helpers
 
 setup_file() {
   cluster_env
+  resume_nodes   # an earlier test file may have provoked a drain
   export POL_TMP=$(user_dir)
   cp "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$POL_TMP/"
   export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf

@@ -1,5 +1,6 @@
-# Asynchronous save: the tool changes its live tensors right after start(); what is loaded
-# must be the values at the snapshot, bit for bit.
+# Asynchronous save: the tool changes its live tensors as soon as the snapshot exists; what
+# is loaded must be the values at the snapshot, bit for bit. Both copy modes: on the writer
+# thread (default) and on the main thread (--copy-now).
 . "$(dirname "$0")/lib.sh"
 
 expect_rc 0 ranks 2 save --dir "$WORK/a" --steps 1,2,3 --async
@@ -7,4 +8,7 @@ expect_log "saved step 3"
 expect_rc 0 ranks 2 load --dir "$WORK/a" --expect-step 3
 expect_rc 0 ranks 1 load --dir "$WORK/a" --expect-step 3
 expect_rc 0 "$SCALEGUARD_CLI" ckpt verify "$WORK/a"
+
+expect_rc 0 ranks 2 save --dir "$WORK/b" --steps 4,5 --async --copy-now
+expect_rc 0 ranks 2 load --dir "$WORK/b" --expect-step 5
 echo PASS

@@ -1,9 +1,10 @@
 // Test driver for the checkpoint library under real mpirun ranks. It saves checkpoints of
 // tensors whose values are a known function of (name, step), so a reader on any number of
 // ranks can check every element bit for bit, and exits with a code the fault scripts check.
-//   save --dir D --steps 1,2,3 [--async] [--big-mb N [--big-steps 2,3]] [--keep K]
+//   save --dir D --steps 1,2,3 [--async [--copy-now]] [--big-mb N [--big-steps 2,3]] [--keep K]
 //        [--on-save-error continue|stop]
 //   load --dir D --expect-step N
+//   interval   (checks interval parsing, Daly's formula and agree_due across the ranks)
 // Both take [--model-hash H]. Exit: 0 ok, 1 data mismatch, 2 error (message on stderr),
 // 3 no checkpoint to load, 4 a save failed and on_save_error=stop.
 #include <ATen/ATen.h>
@@ -126,6 +127,8 @@ std::vector<int64_t> numbers(const std::string& list) {
 int save(int argc, char** argv, ck::CommitComm& comm) {
   const std::string dir = arg(argc, argv, "--dir", "");
   const bool async = flag(argc, argv, "--async");
+  // --copy-now: the snapshot copies on the main thread; default: on the writer thread.
+  const bool copy_now = flag(argc, argv, "--copy-now");
   const int64_t big = std::stoll(arg(argc, argv, "--big-mb", "0")) << 20;
   auto on_error = ck::parse_on_save_error(arg(argc, argv, "--on-save-error", "stop"));
   if (!on_error) {
@@ -158,7 +161,7 @@ int save(int argc, char** argv, ck::CommitComm& comm) {
   std::vector<at::Tensor> live;
   for (int64_t step : steps) {
     const bool with_big = std::find(big_steps.begin(), big_steps.end(), step) != big_steps.end();
-    ck::Snapshot snap = snapshot(step, comm.rank(), comm.size(), with_big ? big : 0, async, live);
+    ck::Snapshot snap = snapshot(step, comm.rank(), comm.size(), with_big ? big : 0, async && copy_now, live);
     if (!async) {
       if (int rc = handle(saver.save(snap), step)) return rc;
       continue;
@@ -167,7 +170,8 @@ int save(int argc, char** argv, ck::CommitComm& comm) {
       if (int rc = handle(*done, step)) return rc;
     }
     saver.start(std::move(snap));
-    // "Training" goes on: the live tensors change; the snapshot must not.
+    // "Training" goes on: once the copy exists the live tensors change; the snapshot must not.
+    saver.wait_snapshot();
     for (auto& t : live) t.add_(1);
     for (int i = 0; i < 3; ++i) {
       if (auto done = saver.poll()) {
@@ -267,6 +271,44 @@ int load(int argc, char** argv, ck::CommitComm& comm) {
   return 0;
 }
 
+// Interval rules with hand-computed numbers; agree_due with only the last rank due.
+int interval(ck::CommitComm& comm) {
+  int bad = 0;
+  auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) {
+      log("MISMATCH " + what);
+      ++bad;
+    }
+  };
+  auto steps = ck::parse_interval("500");
+  expect(steps && steps->kind == ck::IntervalSpec::Kind::steps && steps->steps == 500, "500 -> every 500 steps");
+  auto minutes = ck::parse_interval("7.5min");
+  expect(minutes && minutes->kind == ck::IntervalSpec::Kind::minutes && minutes->minutes == 7.5, "7.5min");
+  expect(ck::parse_interval("auto") && ck::parse_interval("auto")->kind == ck::IntervalSpec::Kind::automatic, "auto");
+  for (const char* badtext : {"", "-3", "0", "2.5", "10h", "abc"}) {
+    auto r = ck::parse_interval(badtext);
+    expect(!r && r.error().hint.find("auto") != std::string::npos, std::string("'") + badtext + "' rejected with a hint");
+  }
+  expect(!ck::parse_on_save_error("ignore") && ck::parse_on_save_error("continue") && ck::parse_on_save_error("stop"),
+         "on_save_error values");
+  // C = 60 s, M = 24 h: sqrt(2*60*86400) = 3219.94; r = 60/172800; Daly adds
+  // (1 + sqrt(r)/3 + r/9) and subtracts C: 3219.94 * 1.00625 - 60 = 3180.06.
+  const double daly = ck::daly_interval_seconds(60, 86400);
+  expect(daly > 3179.9 && daly < 3180.1, "Daly(60 s, 24 h) = 3180 s, got " + std::to_string(daly));
+  expect(ck::daly_interval_seconds(100, 40) == 40, "C >= 2M gives M");
+  ck::IntervalClock every(*steps, 0, 0);
+  expect(!every.due(499, 0) && every.due(500, 0) && every.due(1000, 0), "every 500 steps");
+  ck::IntervalClock aut(ck::IntervalSpec{ck::IntervalSpec::Kind::automatic, 0, 0}, 24, 0);
+  expect(aut.due(1, 0), "auto saves first to measure");
+  aut.saved(100, 60);
+  expect(!aut.due(2, 100 + 3000) && aut.due(3, 100 + 3181), "auto waits Daly's interval after a 60 s save");
+  const bool agreed = ck::agree_due(comm, comm.rank() == comm.size() - 1);
+  expect(agreed, "agree_due: one due rank makes every rank save");
+  expect(!ck::agree_due(comm, false), "agree_due: nobody due");
+  if (bad == 0 && comm.rank() == 0) std::printf("INTERVAL OK\n");
+  return bad ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -278,6 +320,7 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "save") rc = save(argc, argv, comm);
     else if (mode == "load") rc = load(argc, argv, comm);
+    else if (mode == "interval") rc = interval(comm);
     else log("usage: ckpt_fault_tool save|load --dir D ...");
     // Every rank leaves with the worst code, so mpirun's exit status is meaningful.
     rc = -comm.all_min(-rc);

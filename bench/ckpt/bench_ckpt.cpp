@@ -1,0 +1,165 @@
+// Checkpoint throughput on one rank, printed as key=value lines for run.sh, which measures
+// the dd baselines on the same bytes and disk and prints the ratios.
+//   bench_ckpt save DIR MB         synchronous save of MB MiB of float32 (step 1)
+//   bench_ckpt load DIR [verify]   read every tensor of step 1 (whole-file checksums first with verify)
+//   bench_ckpt async DIR MB        training-like steps with a sync save vs an async save
+#include <ATen/ATen.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ckpt/commit_comm.h"
+#include "ckpt/reader.h"
+#include "ckpt/saver.h"
+
+namespace ck = scaleguard::ckpt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void quiet(const std::string&) {}
+
+// 16 float32 tensors (like a model's parameters) of MB MiB in all.
+std::vector<at::Tensor> model(int64_t mb) {
+  std::vector<at::Tensor> ts;
+  const int64_t rows = (mb << 20) / 4 / 16 / 1024;
+  for (int i = 0; i < 16; ++i) ts.push_back(at::randn({rows, 1024}));
+  return ts;
+}
+
+ck::Snapshot snapshot(int64_t step, const std::vector<at::Tensor>& ts, bool copy) {
+  ck::Snapshot s(step, copy);
+  for (size_t i = 0; i < ts.size(); ++i) s.add_whole("params/layer" + std::to_string(i) + ".weight", ts[i]);
+  s.set_scalar("state", "step", step);
+  return s;
+}
+
+ck::CheckpointMeta meta() {
+  ck::CheckpointMeta m;
+  m.model_name = "bench";
+  m.config_hash = "bench";
+  m.code_version = "bench";
+  return m;
+}
+
+int save(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
+  auto ts = model(mb);
+  ck::Saver saver(dir, meta(), comm, 0, quiet);
+  const auto t0 = Clock::now();
+  auto r = saver.save(snapshot(1, ts, false));
+  const double s = since(t0);
+  if (!r) {
+    std::fprintf(stderr, "%s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::printf("save_seconds=%.4f\nsave_bytes=%llu\nshard=%s/shard-0.h5\n", s, static_cast<unsigned long long>(r->bytes),
+              r->dir.c_str());
+  return 0;
+}
+
+int load(const std::string& dir, bool verify) {
+  const auto t0 = Clock::now();
+  auto reader = ck::Reader::open(dir + "/step-00000001", {verify, ""});
+  if (!reader) {
+    std::fprintf(stderr, "%s\n", reader.error().message.c_str());
+    return 1;
+  }
+  uint64_t bytes = 0;
+  for (const auto& name : reader->tensor_names()) {
+    auto t = reader->read(name);   // whole datasets: checksummed on the way
+    if (!t) {
+      std::fprintf(stderr, "%s\n", t.error().message.c_str());
+      return 1;
+    }
+    bytes += t->nbytes();
+  }
+  std::printf("%s_seconds=%.4f\nload_bytes=%llu\n", verify ? "verify_load" : "load", since(t0),
+              static_cast<unsigned long long>(bytes));
+  return 0;
+}
+
+// One training-like step: compute that only reads the parameters (forward/backward), then
+// an update that writes every parameter (the optimizer step).
+void compute(at::Tensor& a, at::Tensor& b) {
+  for (int i = 0; i < 8; ++i) a = at::tanh(at::mm(a, b));
+}
+
+int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
+  auto ts = model(mb);
+  at::Tensor a = at::randn({256, 256}), b = at::randn({256, 256}) * 0.05;
+  const int steps = 30;
+
+  // Baseline: steps without any save.
+  auto t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) {
+    compute(a, b);
+    for (auto& t : ts) t.add_(1e-3);
+  }
+  const double plain = since(t0);
+
+  ck::Saver saver(dir, meta(), comm, 0, quiet);
+  // Synchronous save inside the same loop: the stall is the save itself.
+  t0 = Clock::now();
+  auto r = saver.save(snapshot(2, ts, false));
+  const double sync_save = since(t0);
+  if (!r) return 1;
+
+  // Asynchronous: start at step 0, poll at every step boundary, wait for the copy before
+  // the update. Blocked = time the training thread spent inside the saver.
+  double blocked = 0;
+  int committed_at = -1;
+  t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) {
+    if (s == 0) {
+      const auto b0 = Clock::now();
+      saver.start(snapshot(3, ts, false));
+      blocked += since(b0);
+    }
+    compute(a, b);
+    auto b1 = Clock::now();
+    saver.wait_snapshot();
+    blocked += since(b1);
+    for (auto& t : ts) t.add_(1e-3);
+    b1 = Clock::now();
+    auto done = saver.poll();
+    blocked += since(b1);
+    if (done) {
+      if (!*done) return 1;
+      committed_at = s;
+    }
+  }
+  const auto b2 = Clock::now();
+  if (auto done = saver.finish()) {
+    if (!*done) return 1;
+    committed_at = steps;
+  }
+  blocked += since(b2);
+  const double with_async = since(t0);
+  std::printf("plain_steps_seconds=%.4f\nsync_save_seconds=%.4f\nasync_blocked_seconds=%.4f\n"
+              "async_steps_seconds=%.4f\nasync_committed_at_step=%d\nsnapshot_bytes=%llu\n",
+              plain, sync_save, blocked, with_async, committed_at,
+              static_cast<unsigned long long>(snapshot(0, ts, false).bytes()));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 2;
+  {
+    ck::MpiCommitComm comm(MPI_COMM_WORLD);
+    const std::string mode = argc > 2 ? argv[1] : "";
+    if (mode == "save" && argc > 3) rc = save(comm, argv[2], std::stoll(argv[3]));
+    else if (mode == "load") rc = load(argv[2], argc > 3 && std::string(argv[3]) == "verify");
+    else if (mode == "async" && argc > 3) rc = async(comm, argv[2], std::stoll(argv[3]));
+    else std::fprintf(stderr, "usage: bench_ckpt save DIR MB | load DIR [verify] | async DIR MB\n");
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Checkpoint benchmark, one run, ratios against baselines on the same bytes and disk:
+#   save  vs dd of the shard file with conv=fsync           (target >= 0.9x dd)
+#   load  vs a cold sequential read of the shard (dd)        (target >= 0.9x)
+#   async: training-thread time blocked by an async save vs a sync save (target <= 5%)
+# usage: bench/ckpt/run.sh BUILD_DIR [MB=1024] [DIR=/var/tmp/scaleguard-bench-ckpt]
+set -euo pipefail
+build=${1:?usage: run.sh BUILD_DIR [MB] [DIR]}
+mb=${2:-1024}
+dir=${3:-/var/tmp/scaleguard-bench-ckpt}
+tool=$(find "$build" -name bench_ckpt -type f -perm -u+x | head -1)
+[ -n "$tool" ] || { echo "bench_ckpt not built in $build" >&2; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+rm -rf "$dir" && mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+
+# Cold reads need the page cache dropped; say so when that is not permitted.
+cold="dropped (echo 3 > /proc/sys/vm/drop_caches)"
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || cold="NOT dropped (no permission): reads are warm"; }
+val() { sed -n "s/^$1=//p" "$2"; }
+now() { date +%s.%N; }
+
+"$tool" save "$dir/ck" "$mb" >"$dir/save.out"
+save_s=$(val save_seconds "$dir/save.out")
+bytes=$(val save_bytes "$dir/save.out")
+shard=$(val shard "$dir/save.out")
+# dd writes the same bytes (the shard, still in the page cache) to the same disk, fsynced.
+t0=$(now)
+dd if="$shard" of="$dir/dd.out" bs=8M conv=fsync status=none
+dd_write_s=$(echo "$(now) - $t0" | bc -l)
+rm -f "$dir/dd.out"
+
+drop
+"$tool" load "$dir/ck" >"$dir/load.out"
+load_s=$(val load_seconds "$dir/load.out")
+drop
+t0=$(now)
+dd if="$shard" of=/dev/null bs=8M status=none
+dd_read_s=$(echo "$(now) - $t0" | bc -l)
+drop
+"$tool" load "$dir/ck" verify >"$dir/verify.out"
+verify_load_s=$(val verify_load_seconds "$dir/verify.out")
+
+"$tool" async "$dir/ak" "$mb" >"$dir/async.out"
+sync_s=$(val sync_save_seconds "$dir/async.out")
+blocked_s=$(val async_blocked_seconds "$dir/async.out")
+plain_s=$(val plain_steps_seconds "$dir/async.out")
+async_steps_s=$(val async_steps_seconds "$dir/async.out")
+snap=$(val snapshot_bytes "$dir/async.out")
+at_step=$(val async_committed_at_step "$dir/async.out")
+
+mib() { echo "scale=0; $1 / 1048576" | bc; }
+rate() { echo "scale=0; $1 / 1048576 / $2" | bc -l; }
+r() { printf '%.2f' "$(echo "$1" | bc -l)"; }
+cat <<OUT
+checkpoint benchmark: $(mib "$bytes") MiB shard on $(df --output=source "$dir" | tail -1) ($(df -T "$dir" | awk 'NR==2{print $2}')), page cache $cold
+save        HDF5 ${save_s}s ($(rate "$bytes" "$save_s") MiB/s)   dd+fsync ${dd_write_s}s ($(rate "$bytes" "$dd_write_s") MiB/s)   ratio $(r "$dd_write_s / $save_s")x dd
+load        HDF5 ${load_s}s ($(rate "$bytes" "$load_s") MiB/s)   cold dd read ${dd_read_s}s ($(rate "$bytes" "$dd_read_s") MiB/s)   ratio $(r "$dd_read_s / $load_s")x
+verify+load ${verify_load_s}s (whole-file checksums, then the reads): ratio $(r "$dd_read_s / $verify_load_s")x cold read
+async       blocked ${blocked_s}s vs sync save ${sync_s}s: $(r "100 * $blocked_s / $sync_s")% (snapshot $(mib "$snap") MiB host memory, committed at step $at_step of 30)
+            30 steps: ${plain_s}s without a save, ${async_steps_s}s with the async save running (+$(r "100 * ($async_steps_s - $plain_s) / $plain_s")%; writer thread shares the 2 cores)
+OUT

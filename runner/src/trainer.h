@@ -51,7 +51,11 @@ class Trainer {
   // Trains to cfg.steps or until signalled; returns the process exit code.
   int run();
 
-  // For checkpoints: state, parameters and optimizer state by name (load in place).
+  // For checkpoints: state, parameters and optimizer state by name (load in place), and
+  // the ranks to agree with (launch().world_comm, grid().dp_group).
+  const Config& config() const { return cfg_; }
+  const Launch& launch() const { return launch_; }
+  ProcessGrid& grid() { return grid_; }
   TrainState& state() { return state_; }
   const std::vector<FlatParam>& parameters() const { return layout_->params(); }
   AdamW& optimizer() { return *optim_; }

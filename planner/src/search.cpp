@@ -74,12 +74,13 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
           for (int b = 1; b <= local; b *= 2) {
             if (pins.micro_batch && *pins.micro_batch != b) continue;
             Layout l{tp, pp, dp, zero, b, rc};
-            Plan p = evaluate(w, hw, l);
             r.any = true;
-            const double need = p.memory.total();
+            // Memory first: it is cheap, and a layout that does not fit needs no timing.
+            const double need = memory_per_gpu(m, l, B, hw.assume).total();
             if (r.least_memory == 0 || need < r.least_memory) r.least_memory = need;
+            if (need > hw.gpu.memory_gib * kGiB) break;  // larger micro-batches only grow
+            Plan p = evaluate(w, hw, l);
             if (p.fits && (!r.fits || better(p, r.best))) r.best = p, r.fits = true;
-            if (!p.fits && need > hw.gpu.memory_gib * kGiB) break;  // larger micro-batches only grow
           }
           if (pins.micro_batch && *pins.micro_batch > local) {  // pinned beyond the local batch
             Plan p = evaluate(w, hw, Layout{tp, pp, dp, zero, *pins.micro_batch, rc});

@@ -398,12 +398,12 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     d.message = "scaleguard: " + head + ": " + verdict + ".";
     if (have_plan) d.message += " Plan: " + plan_line(chosen) + ".";
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
-    if (have_plan) {
+    if (have_plan || j.suggestion) {
       std::string ids;
       for (const auto& r : d.rules) ids += (ids.empty() ? " [" : ",") + r.id;
       if (!ids.empty()) ids += "]";
       // A refused job shows what to run instead; the others show the plan that will run.
-      const Plan& shown = d.action == Action::reject && j.suggestion ? *j.suggestion : chosen;
+      const Plan& shown = (d.action == Action::reject || !have_plan) && j.suggestion ? *j.suggestion : chosen;
       d.summary = text::format("scaleguard: %s%s: %s%s gpus=%d nodes=%d tp=%d pp=%d dp=%d zero=%d %sh ~%s %s",
                                to_string(d.action), ids.c_str(), &shown == &chosen ? "" : "use ",
                                to_string(shown.strategy), shown.gpus, shown.nodes, shown.layout.tp, shown.layout.pp,

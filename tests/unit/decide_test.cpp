@@ -97,6 +97,8 @@ TEST(Seed, ThirteenBOnOneH100IsRefusedAndAskedForFour) {
   EXPECT_EQ(d.action, Action::reject);
   EXPECT_TRUE(fired(d, "must_fit_memory"));
   EXPECT_NE(d.message.find("--gpus=4"), std::string::npos) << d.message;
+  EXPECT_NE(d.summary.find("[must_fit_memory]: use "), std::string::npos) << d.summary;
+  EXPECT_NE(d.summary.find("gpus=4"), std::string::npos) << d.summary;
   JobRequest four = j;
   four.gpus_total = 4;
   four.model = "13B";

@@ -62,8 +62,13 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
   for (const auto& run : runs) {
     const std::int64_t begin = run.start;
     const std::int64_t finish = run.start >= 0 ? run.start + run.elapsed_s : -1;
-    // A job that never started (pending, cancelled while pending) used no GPU: not counted.
-    if (begin < 0) continue;
+    // A run that never started (pending, cancelled while pending) used no GPU: not counted,
+    // but a requeued job cancelled while waiting ends in that state.
+    if (begin < 0) {
+      if (const auto known = job_index.find(run.job_id); known != job_index.end())
+        jobs[known->second].summary.state = run.state;
+      continue;
+    }
     // Part of the run inside the window.
     double share = 1;
     std::int64_t lo = begin, hi = finish;

@@ -37,6 +37,9 @@ std::string esc(const std::string& s) {
   return out;
 }
 
+// GPU-hours: two decimals, four below one hour so short jobs do not read as 0.00.
+std::string hours(double v) { return fixed(v, v != 0 && v < 1 ? 4 : 2); }
+
 std::string percent(double part, double whole) {
   return whole > 0 ? fixed(100 * part / whole, 1) + "%" : "-";
 }
@@ -93,9 +96,9 @@ std::string day_chart(const Report& r) {
     const double useful = std::max(0.0, u.gpu_hours - u.wasted_gpu_hours);
     const double hu = plot_h * useful / top_v, hw = plot_h * u.wasted_gpu_hours / top_v;
     const std::string day = format_day(d);
-    svg += rect(x, top + plot_h - hu, bar, hu, kUseful, day + ": " + fixed(useful, 2) + " useful GPU-h");
+    svg += rect(x, top + plot_h - hu, bar, hu, kUseful, day + ": " + hours(useful) + " useful GPU-h");
     svg += rect(x, top + plot_h - hu - hw, bar, hw, kWasteColours[0],
-                day + ": " + fixed(u.wasted_gpu_hours, 2) + " wasted GPU-h");
+                day + ": " + hours(u.wasted_gpu_hours) + " wasted GPU-h");
     if (i % label_every == 0) svg += text(x + bar / 2, H - bottom + 16, day.substr(5), "middle", "axis");
     ++i;
   }
@@ -127,13 +130,13 @@ std::string waste_chart(const Report& r) {
   double x = left;
   for (const auto& p : parts) {
     const double w = width * p.hours / total;
-    svg += rect(x, 10, w, bar_h, p.colour, p.label + ": " + fixed(p.hours, 2) + " GPU-h");
+    svg += rect(x, 10, w, bar_h, p.colour, p.label + ": " + hours(p.hours) + " GPU-h");
     x += w;
   }
   double y = 10 + bar_h + 24;
   for (const auto& p : parts) {
     svg += rect(left, y - 11, 12, 12, p.colour, p.label);
-    svg += text(left + 18, y, p.label + " " + fixed(p.hours, 2) + " GPU-h (" + percent(p.hours, total) + ")",
+    svg += text(left + 18, y, p.label + " " + hours(p.hours) + " GPU-h (" + percent(p.hours, total) + ")",
                 "start", "axis");
     y += 22;
   }
@@ -169,8 +172,8 @@ std::string usage_table(const char* title, const Map& rows, KeyFn key_of) {
                   "<th>wasted GPU-h</th><th>waste</th><th>cost $</th><th>wasted $</th></tr>";
   for (const auto& [k, u] : rows)
     h += "<tr><td>" + esc(key_of(k)) + "</td><td>" + std::to_string(u.jobs) + "</td><td>" +
-         std::to_string(u.runs) + "</td><td>" + fixed(u.gpu_hours, 2) + "</td><td>" +
-         fixed(u.wasted_gpu_hours, 2) + "</td><td>" + percent(u.wasted_gpu_hours, u.gpu_hours) +
+         std::to_string(u.runs) + "</td><td>" + hours(u.gpu_hours) + "</td><td>" +
+         hours(u.wasted_gpu_hours) + "</td><td>" + percent(u.wasted_gpu_hours, u.gpu_hours) +
          "</td><td>" + fixed(u.cost_usd, 2) + "</td><td>" + fixed(u.wasted_usd, 2) + "</td></tr>";
   return h + "</table>";
 }
@@ -201,8 +204,8 @@ std::string render_html(const Report& r) {
   h += "<h1>scaleguard GPU report</h1><div class=\"muted\">" + esc(window) + "</div>";
   h += "<div class=\"cards\"><div class=\"card\">jobs<b>" + std::to_string(t.jobs) + "</b>" +
        std::to_string(t.runs) + " runs</div><div class=\"card\">GPU-hours<b>" +
-       fixed(t.gpu_hours, 2) + "</b></div><div class=\"card bad\">wasted GPU-hours<b>" +
-       fixed(t.wasted_gpu_hours, 2) + "</b>" + percent(t.wasted_gpu_hours, t.gpu_hours) +
+       hours(t.gpu_hours) + "</b></div><div class=\"card bad\">wasted GPU-hours<b>" +
+       hours(t.wasted_gpu_hours) + "</b>" + percent(t.wasted_gpu_hours, t.gpu_hours) +
        " of all</div><div class=\"card\">cost<b>$" + fixed(t.cost_usd, 2) +
        "</b></div><div class=\"card bad\">wasted cost<b>$" + fixed(t.wasted_usd, 2) + "</b></div></div>\n";
   h += "<h2>GPU-hours per day</h2>" + day_chart(r) + "\n";
@@ -222,7 +225,7 @@ std::string render_html(const Report& r) {
     h += "<tr><td>" + esc(j.job_id) + "</td><td class=\"l\">" + esc(j.name) + "</td><td class=\"l\">" +
          esc(j.user) + "</td><td class=\"l\">" + esc(j.partition) + "</td><td class=\"l\">" +
          esc(j.state) + "</td><td>" + std::to_string(j.runs) + "</td><td>" + std::to_string(j.gpus) +
-         "</td><td>" + fixed(j.gpu_hours, 2) + "</td><td>" + fixed(j.wasted_gpu_hours, 2) +
+         "</td><td>" + hours(j.gpu_hours) + "</td><td>" + hours(j.wasted_gpu_hours) +
          "</td><td>" + fixed(j.cost_usd, 2) + "</td><td class=\"l\">" + flags + "</td></tr>";
   }
   h += "</table>\n";

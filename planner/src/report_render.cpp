@@ -15,6 +15,9 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// GPU-hours: two decimals, four below one hour so short jobs do not read as 0.00.
+std::string hours(double v) { return fixed(v, v != 0 && v < 1 ? 4 : 2); }
+
 std::string percent(double part, double whole) {
   return whole > 0 ? fixed(100 * part / whole, 1) + "%" : "-";
 }
@@ -41,8 +44,8 @@ void usage_table(std::string& out, const char* title, const Map& rows, KeyFn key
          pad("WASTE%", 7, true) + " " + pad("COST $", 11, true) + "\n";
   for (const auto& [k, u] : rows)
     out += pad(cell(key_of(k), 32), w, false) + "  " + pad(std::to_string(u.jobs), 5, true) + " " +
-           pad(std::to_string(u.runs), 5, true) + " " + pad(fixed(u.gpu_hours, 2), 10, true) + " " +
-           pad(fixed(u.wasted_gpu_hours, 2), 10, true) + " " +
+           pad(std::to_string(u.runs), 5, true) + " " + pad(hours(u.gpu_hours), 10, true) + " " +
+           pad(hours(u.wasted_gpu_hours), 10, true) + " " +
            pad(percent(u.wasted_gpu_hours, u.gpu_hours), 7, true) + " " +
            pad(fixed(u.cost_usd, 2), 11, true) + "\n";
 }
@@ -66,7 +69,7 @@ std::string render_text(const Report& r) {
   std::string out = "scaleguard report: " + (r.since >= 0 ? format_time(r.since) : "?") + " .. " +
                     (r.until >= 0 ? format_time(r.until) : "?") + "\n";
   out += std::to_string(t.jobs) + " jobs, " + std::to_string(t.runs) + " runs, " +
-         fixed(t.gpu_hours, 2) + " GPU-hours, " + fixed(t.wasted_gpu_hours, 2) + " wasted (" +
+         hours(t.gpu_hours) + " GPU-hours, " + hours(t.wasted_gpu_hours) + " wasted (" +
          percent(t.wasted_gpu_hours, t.gpu_hours) + "), cost $" + fixed(t.cost_usd, 2) + " ($" +
          fixed(t.wasted_usd, 2) + " wasted)\n";
   usage_table(out, "PARTITION", r.by_partition, same);
@@ -85,8 +88,8 @@ std::string render_text(const Report& r) {
       out += pad(cell(j.job_id, 12), 12, false) + " " + pad(cell(j.name, 16), 16, false) + " " +
              pad(cell(j.user, 10), 10, false) + " " + pad(cell(j.partition, 10), 10, false) + " " +
              pad(cell(j.state, 13), 13, false) + " " + pad(std::to_string(j.runs), 4, true) + " " +
-             pad(std::to_string(j.gpus), 4, true) + " " + pad(fixed(j.gpu_hours, 2), 9, true) +
-             " " + pad(fixed(j.wasted_gpu_hours, 2), 9, true) + " " +
+             pad(std::to_string(j.gpus), 4, true) + " " + pad(hours(j.gpu_hours), 9, true) +
+             " " + pad(hours(j.wasted_gpu_hours), 9, true) + " " +
              pad(fixed(j.cost_usd, 2), 10, true) + "\n";
       for (const auto& f : j.flags) out += "    ! " + f + "\n";
     }

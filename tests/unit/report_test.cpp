@@ -234,6 +234,31 @@ TEST(ReportBuild, FlagsInefficientJobs) {
   EXPECT_EQ(job(r, "110"), nullptr);  // never started
 }
 
+// Captured from real Slurm 22.05.8 with slurmdbd + MariaDB (scripts/dev-cluster/accounting):
+// jobs that completed, failed (exit 3), were cancelled running and pending, requeued (then
+// cancelled while waiting) and timed out.
+TEST(ReportBuild, RealSacctOutputOfSlurm2205) {
+  auto runs = rp::parse_sacct(read("sacct-live-22.05.txt"), "sacct-live-22.05.txt");
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  ASSERT_EQ(runs->size(), 7u);
+  EXPECT_EQ((*runs)[3].start, -1);  // "None": cancelled while pending
+  rp::Options o;
+  o.prices["gpu-od"] = {"p4d.24xlarge", false, kOd};
+  const rp::Report r = rp::build_report(*runs, o);
+  // GPUs x ElapsedRaw: 1x3 + 2x2 + 1x3 + 2x3 (the requeued run) + 1x88 = 104 GPU-seconds.
+  EXPECT_NEAR(r.total.gpu_hours, 104 / 3600.0, kEps);
+  // Waste: FAILED 2x2; REQUEUED with ckpt=20s: min(3, 10) x 2; TIMEOUT without checkpoints 88.
+  EXPECT_NEAR(r.total.wasted_gpu_hours, (4 + 6 + 88) / 3600.0, kEps);
+  EXPECT_EQ(r.total.jobs, 5);  // job 4 never started
+  EXPECT_EQ(r.total.runs, 5);
+  ASSERT_NE(job(r, "5"), nullptr);
+  EXPECT_EQ(job(r, "5")->state, "CANCELLED");  // its last record, though it never restarted
+  EXPECT_EQ(job(r, "5")->runs, 1);
+  EXPECT_EQ(job(r, "4"), nullptr);
+  EXPECT_EQ(rp::format_time(r.since), "2026-12-02T18:25:04");
+  EXPECT_EQ(rp::format_time(r.until), "2026-12-02T18:28:57");
+}
+
 TEST(ReportBuild, OpenWindowUsesTheDataSpanAndUnpricedPartitionsAreNoted) {
   auto runs = rp::parse_sacct(read("sacct-mixed.txt"), "sacct-mixed.txt");
   ASSERT_TRUE(runs.ok());

@@ -169,7 +169,8 @@ int run(int argc, char** argv) {
       ("until", po::value(&until), "window end (default: now when running sacct, open with a file)")
       ("sacct-file", po::value(&sacct_file), "read saved `sacct --parsable2` output instead of "
                                              "running sacct")
-      ("format", po::value(&format), "text | csv | html")
+      ("format", po::value(&format), "text | csv | html | json")
+      ("json", "same as --format json")
       ("output,o", po::value(&output), "write here instead of stdout")
       ("policy", po::value(&policy_path), "policy with the partitions' instance types "
                                           "(default $SCALEGUARD_POLICY, else configs/policy.ini)")
@@ -187,8 +188,10 @@ int run(int argc, char** argv) {
     std::cout << desc << "\n";
     return 0;
   }
-  if (format != "text" && format != "csv" && format != "html") {
-    std::fprintf(stderr, "scaleguard report: --format: '%s' is not text, csv or html\n", format.c_str());
+  if (vm.count("json")) format = "json";
+  if (format != "text" && format != "csv" && format != "html" && format != "json") {
+    std::fprintf(stderr, "scaleguard report: --format: '%s' is not text, csv, html or json\n",
+                 format.c_str());
     return 2;
   }
   try {
@@ -233,6 +236,7 @@ int run(int argc, char** argv) {
     }
     const std::string rendered = format == "csv"    ? rp::render_csv(report)
                                  : format == "html" ? rp::render_html(report)
+                                 : format == "json" ? rp::render_json(report)
                                                     : rp::render_text(report);
     if (output.empty()) {
       std::cout << rendered;

@@ -49,6 +49,17 @@ SH
   assert_equal "${#lines[@]}" 3
 }
 
+@test "json carries the same numbers, unrounded" {
+  run report --sacct-file "$fixture" --since 2026-12-01 --until 2026-12-03 --json
+  assert_success
+  run jq -r '.total.jobs, .total.runs, .total.gpu_hours, .by_partition["gpu-spot"].gpu_hours, (.jobs[] | select(.job_id == "109") | .flags[0])' <<<"$output"
+  assert_output "11
+13
+83.25
+33
+low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
+}
+
 @test "runs sacct with an argument vector for the window and reads its output" {
   fake_sacct "$fixture" 0
   PATH="$fake:$PATH" run report --since 2026-12-01 --until 2026-12-03
@@ -103,7 +114,7 @@ SH
 @test "bad options are usage errors" {
   run report --sacct-file "$fixture" --format pdf
   assert_failure 2
-  assert_output --partial "'pdf' is not text, csv or html"
+  assert_output --partial "'pdf' is not text, csv, html or json"
   run report --sacct-file "$fixture" --since 2026-13-01
   assert_failure 1
   assert_output --partial "--since: '2026-13-01' is not a valid date"

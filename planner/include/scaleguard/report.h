@@ -116,5 +116,6 @@ Report build_report(const std::vector<Run>& runs, const Options& options);
 std::string render_text(const Report& report);
 std::string render_csv(const Report& report);
 std::string render_html(const Report& report);   // self-contained: inline CSS and SVG
+std::string render_json(const Report& report);   // the numbers unrounded, for scripts
 
 }  // namespace scaleguard::report

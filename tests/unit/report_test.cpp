@@ -159,6 +159,12 @@ TEST(ReportPlanNote, ReadsTheJobSubmitSummary) {
   EXPECT_EQ(d.strategy, "zero");
   EXPECT_EQ(d.gpus, 4);
   EXPECT_EQ(d.ckpt_interval_s, 0);
+  auto r = rp::parse_plan_note(
+      "scaleguard: warn [distributed_min_gpu_hours,max_comm_ratio]: use single gpus=1 nodes=1 "
+      "tp=1 pp=1 dp=1 zero=0 11h ~$11 spot");
+  EXPECT_EQ(r.action, "warn");
+  EXPECT_EQ(r.strategy, "single");
+  EXPECT_EQ(r.gpus, 1);
   EXPECT_EQ(rp::parse_plan_note("x; scaleguard: comm=35%, ckpt=20m").ckpt_interval_s, 1200);
   EXPECT_DOUBLE_EQ(rp::parse_plan_note("scaleguard: comm=35%").comm_ratio, 0.35);
   EXPECT_EQ(rp::parse_plan_note("scaleguard: ckpt_interval_min=15").ckpt_interval_s, 900);

@@ -38,6 +38,7 @@ struct Judge {
   // "What to ask for instead": the first suggestion of each kind wins (rules run from the
   // most to the least fundamental), so the pieces never contradict each other.
   std::optional<int> ask_gpus, ask_nodes, ask_time;
+  std::optional<std::string> ask_partition;
   std::optional<Plan> suggestion;
   void ask(std::optional<int> gpus, std::optional<int> minutes, const Plan* plan = nullptr) {
     if (gpus && !ask_gpus) {
@@ -53,6 +54,7 @@ struct Judge {
     if (ask_gpus) out += text::format(" --gpus=%d", *ask_gpus);
     if (ask_nodes && *ask_nodes > 1) out += text::format(" --nodes=%d", *ask_nodes);
     if (ask_time) out += " --time=" + slurm_time(*ask_time);
+    if (ask_partition) out += " --partition=" + *ask_partition;
     return out;
   }
 
@@ -67,6 +69,15 @@ struct Judge {
     return r.action == Action::rewrite;
   }
 };
+
+// Another partition with the same GPU type on a fabric fit for multi-node jobs.
+const Partition* fast_twin(const Policy& policy, const Partition& part) {
+  for (const auto& p : policy.partitions)
+    if (&p != &part && (p.fabric == Fabric::efa || p.fabric == Fabric::ib) && p.gpu.name == part.gpu.name &&
+        p.capacity == part.capacity)
+      return &p;
+  return nullptr;
+}
 
 bool same_layout(const Layout& a, const Layout& b) {
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.zero == b.zero && a.micro_batch == b.micro_batch &&
@@ -160,10 +171,15 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     // Judged on the request itself: GPUs x time limit.
     const double gpu_hours = gpus * hours;
     if (nodes > 1 && !fast_fabric && j.on(RuleId::multi_node_fabric)) {
-      if (j.fire(RuleId::multi_node_fabric, text::format("%d nodes on fabric %s: multi-node jobs need efa or ib", nodes,
-                                                         to_string(part->fabric))))
-        new_nodes = 1, new_gpus = std::min(gpus, gpn);
-      j.ask(std::min(gpus, gpn), std::nullopt);
+      const Partition* twin = fast_twin(policy, *part);
+      if (j.fire(RuleId::multi_node_fabric,
+                 text::format("%d nodes on fabric %s: multi-node jobs need efa or ib", nodes, to_string(part->fabric)) +
+                     (twin ? "; partition " + twin->name + " has the same GPUs on " + to_string(twin->fabric) : ""))) {
+        if (twin) d.rewrite.partition = twin->name;
+        else new_nodes = 1, new_gpus = std::min(gpus, gpn);
+      }
+      if (twin) j.ask_partition = twin->name;
+      else j.ask(std::min(gpus, gpn), std::nullopt);
     }
     if (gpus > 1 && j.on(RuleId::distributed_min_gpu_hours) &&
         gpu_hours < j.threshold(RuleId::distributed_min_gpu_hours)) {
@@ -339,9 +355,16 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       }
     }
     if (have_plan) {
-      if (chosen.nodes > 1 && !fast_fabric && j.on(RuleId::multi_node_fabric))
-        j.fire(RuleId::multi_node_fabric, text::format("the plan needs %d nodes but fabric %s is not efa or ib",
-                                                       chosen.nodes, to_string(part->fabric)));
+      if (chosen.nodes > 1 && !fast_fabric && j.on(RuleId::multi_node_fabric)) {
+        const Partition* twin = fast_twin(policy, *part);
+        if (j.fire(RuleId::multi_node_fabric,
+                   text::format("the plan needs %d nodes but fabric %s is not efa or ib", chosen.nodes,
+                                to_string(part->fabric)) +
+                       (twin ? "; partition " + twin->name + " has the same GPUs on " + to_string(twin->fabric) : "")) &&
+            twin)
+          d.rewrite.partition = twin->name;
+        if (twin) j.ask_partition = twin->name;
+      }
       if (j.on(RuleId::max_job_gpu_hours) && chosen.gpu_hours > j.threshold(RuleId::max_job_gpu_hours))
         j.fire(RuleId::max_job_gpu_hours, text::num(chosen.gpu_hours, 0) + " GPU-hours > " +
                                               text::num(j.threshold(RuleId::max_job_gpu_hours)) + " allowed for one job");
@@ -430,7 +453,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     d.message = d.summary + ".";
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
   }
-  if ((j.ask_gpus || j.ask_time) && d.action != Action::accept) d.message += " Ask for instead:" + j.ask_text() + ".";
+  if ((j.ask_gpus || j.ask_time || j.ask_partition) && d.action != Action::accept) d.message += " Ask for instead:" + j.ask_text() + ".";
   return d;
 }
 

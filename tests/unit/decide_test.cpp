@@ -186,8 +186,17 @@ TEST(Rules, MultiNodeOnlyOnFastFabric) {
   auto rw = load(policy_text("multi_node_fabric = rewrite\n"));
   Decision r = decide(j, *rw);
   EXPECT_EQ(r.action, Action::rewrite);
-  EXPECT_EQ(r.rewrite.nodes.value_or(0), 1);
-  EXPECT_EQ(r.rewrite.gpus_total.value_or(0), 8);
+  // Partition od has the same p4d nodes on EFA: the job moves there, nodes unchanged.
+  EXPECT_EQ(r.rewrite.partition.value_or(""), "od");
+  EXPECT_FALSE(r.rewrite.nodes.has_value());
+  EXPECT_NE(d.message.find("--partition=od"), std::string::npos) << d.message;
+  // Without such a partition it shrinks to one node.
+  auto alone = load(policy_text("multi_node_fabric = rewrite\n",
+                                "[partition eth]\ninstance = p4d.24xlarge\nfabric = ethernet\ndefault = yes\n"));
+  Decision one = decide(j, *alone);
+  EXPECT_EQ(one.action, Action::rewrite);
+  EXPECT_EQ(one.rewrite.nodes.value_or(0), 1);
+  EXPECT_EQ(one.rewrite.gpus_total.value_or(0), 8);
   j.partition = "od";  // EFA: fine
   EXPECT_FALSE(fired(decide(j, *pol), "multi_node_fabric"));
 }

@@ -45,8 +45,8 @@ int run(int argc, char** argv) {
               " GPU-hours is below the ~100 GPU-hour break-even";
   } else if (one.value().wall_hours <= s.goals.single_gpu_max_hours) {
     verdict = "use 1 GPU: it finishes within 24 h";
-  } else if (speedup / 2 < 1 && m.gpus == 2) {
-    verdict = "use 1 GPU: 2 GPUs give no speedup";
+  } else if (m.gpus == 2 && speedup < s.goals.min_doubling_speedup) {
+    verdict = "use 1 GPU: 2 GPUs speed it up less than " + std::to_string(s.goals.min_doubling_speedup).substr(0, 3) + "x";
   } else {
     verdict = "distribute: one GPU would take " + std::to_string(static_cast<long>(one.value().wall_hours)) + " h";
   }

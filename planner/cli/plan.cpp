@@ -1,6 +1,7 @@
 // `scaleguard plan`: the best plan for a model on a GPU type (or the pinned layout evaluated).
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "verbs.h"
@@ -23,9 +24,9 @@ int run(int argc, char** argv) {
   auto plan = s.gpus > 0 ? best_plan_at(s.workload, s.hardware, s.gpus, s.pins, s.goals)
                          : choose_plan(s.workload, s.hardware, s.pins, s.goals);
   if (!plan) {
-    if (vm.count("json")) {
-      std::printf("{\"fits\":false,\"error\":\"%s\"}\n", plan.error().message.c_str());
-    }
+    if (vm.count("json"))
+      std::cout << nlohmann::json{{"fits", false}, {"error", plan.error().message}, {"hint", plan.error().hint}}.dump()
+                << "\n";
     print_error("plan", plan.error());
     return 1;
   }

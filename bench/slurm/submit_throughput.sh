@@ -2,7 +2,11 @@
 # Submission throughput of held jobs (`sbatch -H`) through slurmctld with job_submit/scaleguard,
 # with no job_submit plugin, and with the equivalent job_submit/lua filter (job_submit.lua),
 # all in one run on the dev cluster. Configurations alternate over several rounds (slurmctld
-# restarted between them) so machine noise hits all three alike; prints jobs/s and ratios.
+# restarted between them) so machine noise hits all three alike. Two measures:
+#  - end to end: sbatch processes per second, as a user sees it (client start-up included);
+#  - in slurmctld: the time slurmctld itself reports for each submission RPC (its log's
+#    `_slurm_rpc_submit_batch_job ... usec=N`), which is where a job_submit plugin runs.
+# Prints both with ratios against no plugin and against Lua.
 #   bench/slurm/submit_throughput.sh [JOBS_PER_ROUND] [ROUNDS]     (defaults 100, 3)
 # Needs root and a build with job_submit_scaleguard (SCALEGUARD_BUILD_DIR, default build).
 set -euo pipefail
@@ -13,31 +17,53 @@ export SCALEGUARD_BUILD_DIR=${SCALEGUARD_BUILD_DIR:-build}
 # Its own state directory (and so its own ports): never disturbs a test cluster.
 export SCALEGUARD_DEV_DIR=${SCALEGUARD_BENCH_DEV_DIR:-$SCALEGUARD_BUILD_DIR/bench-dev-cluster}
 export SCALEGUARD_JOB_SUBMIT_LUA=$PWD/bench/slurm/job_submit.lua
+# No SPANK plugin on the client: its cost would be the same in every configuration and only
+# dilute the difference this measures.
+export SCALEGUARD_SPANK=0
 configs=(none scaleguard lua)
 # The same accepted request for every configuration: 1 GPU for 2 hours, no --train-* intent.
 request=(-H --gpus=1 --time=120 -o /dev/null --wrap true)
 
 declare -A total_s
-trap 'scripts/dev-cluster/down >/dev/null 2>&1 || true' EXIT
+usec_dir=$(mktemp -d)
+trap 'scripts/dev-cluster/down >/dev/null 2>&1 || true; rm -rf "$usec_dir"' EXIT
 for ((round = 1; round <= rounds; round++)); do
   for config in "${configs[@]}"; do
     SCALEGUARD_JOB_SUBMIT=$config scripts/dev-cluster/up >/dev/null
     source "$SCALEGUARD_DEV_DIR/env.sh"
-    sbatch "${request[@]}" >/dev/null   # warm-up: first RPC, plugin caches
+    sbatch "${request[@]}" >/dev/null 2>&1   # warm-up: first RPC, plugin caches
     start=$(date +%s.%N)
     for ((i = 0; i < jobs; i++)); do sbatch "${request[@]}" >/dev/null 2>&1; done
     end=$(date +%s.%N)
     held=$(squeue -h -t PD -o %A | wc -l)
     [ "$held" -eq $((jobs + 1)) ] || { echo "$config: $held of $((jobs + 1)) jobs queued" >&2; exit 1; }
     total_s[$config]=$(echo "${total_s[$config]:-0} + $end - $start" | bc -l)
+    # Server-side time of each measured submission (job 1 was the warm-up).
+    grep -o '_slurm_rpc_submit_batch_job: JobId=[0-9]* .*usec=[0-9]*' \
+        "$SCALEGUARD_DEV_DIR/log/slurmctld.log" | sed 's/.*JobId=\([0-9]*\) .*usec=\([0-9]*\)/\1 \2/' |
+      awk '$1 > 1 { print $2 }' >> "$usec_dir/$config"
     printf 'round %d %-10s %4d jobs in %6.2f s\n' "$round" "$config" "$jobs" "$(echo "$end - $start" | bc -l)"
   done
 done
 
 rate() { echo "$jobs * $rounds / ${total_s[$1]}" | bc -l; }
+median_us() { sort -n "$usec_dir/$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mean_us() { awk '{ s += $1 } END { print s / NR }' "$usec_dir/$1"; }
+for c in "${configs[@]}"; do
+  [ "$(wc -l < "$usec_dir/$c")" -eq $((jobs * rounds)) ] ||
+    { echo "$c: expected $((jobs * rounds)) RPC times in slurmctld's log" >&2; exit 1; }
+done
 none=$(rate none) sg=$(rate scaleguard) lua=$(rate lua)
-printf '\n%-24s %8s\n' configuration jobs/s
-printf '%-24s %8.1f\n' "no job_submit plugin" "$none" "job_submit/scaleguard" "$sg" "job_submit/lua" "$lua"
-printf '\nscaleguard / none = %.3f   (target >= 0.95)\n' "$(echo "$sg / $none" | bc -l)"
-printf 'lua / none        = %.3f\n' "$(echo "$lua / $none" | bc -l)"
-printf 'scaleguard / lua  = %.3f   (target > 1)\n' "$(echo "$sg / $lua" | bc -l)"
+printf '\nend to end (sbatch processes)     jobs/s\n'
+printf '%-32s %8.1f\n' "no job_submit plugin" "$none" "job_submit/scaleguard" "$sg" "job_submit/lua" "$lua"
+printf 'scaleguard / none = %.3f   lua / none = %.3f   scaleguard / lua = %.3f\n' \
+  "$(echo "$sg / $none" | bc -l)" "$(echo "$lua / $none" | bc -l)" "$(echo "$sg / $lua" | bc -l)"
+
+printf '\nin slurmctld (submit RPC)        median us   mean us   jobs/s (1/mean)\n'
+for c in none scaleguard lua; do
+  printf '%-32s %9d %9.0f %9.0f\n' "$c" "$(median_us "$c")" "$(mean_us "$c")" "$(echo "1000000 / $(mean_us "$c")" | bc -l)"
+done
+n=$(mean_us none) g=$(mean_us scaleguard) l=$(mean_us lua)
+printf 'throughput scaleguard / none = %.3f   (target >= 0.95)\n' "$(echo "$n / $g" | bc -l)"
+printf 'throughput lua / none        = %.3f\n' "$(echo "$n / $l" | bc -l)"
+printf 'throughput scaleguard / lua  = %.3f   (target > 1)\n' "$(echo "$l / $g" | bc -l)"

@@ -156,13 +156,13 @@ int apply_decision(const Decision& d, job_desc_msg_t* job, char** err_msg) {
   return SLURM_SUCCESS;
 }
 
-int apply_to_update(const Decision& d, uint32_t job_id, uint32_t submit_uid) {
+int apply_to_update(const Decision& d, const std::string& job, uint32_t submit_uid) {
   if (d.action == Action::reject) {
-    slurm_info("job_submit/scaleguard: update of job %u by uid %u refused: %s", job_id,
+    slurm_info("job_submit/scaleguard: update of job %s by uid %u refused: %s", job.c_str(),
                submit_uid, one_line(d.message, kMaxMessage).c_str());
     return ESLURM_ACCOUNTING_POLICY;
   }
-  slurm_info("job_submit/scaleguard: update of job %u by uid %u: %s", job_id, submit_uid,
+  slurm_info("job_submit/scaleguard: update of job %s by uid %u: %s", job.c_str(), submit_uid,
              one_line(d.summary, kMaxMessage).c_str());
   return SLURM_SUCCESS;
 }

@@ -2,6 +2,8 @@
 // request (GPUs, nodes, time, partition, requeue and a USR1 warning signal), then annotate
 // the job (comment, plan in the batch environment and the spank env) and tell the user.
 #pragma once
+#include <string>
+
 #include "scaleguard/decide.h"
 #include "slurm_api.h"
 
@@ -12,6 +14,8 @@ namespace sg_slurm {
 int apply_decision(const scaleguard::Decision& decision, job_desc_msg_t* job, char** err_msg);
 
 // The same for an update (job_modify has no err_msg in 22.05: the text goes to the log).
-int apply_to_update(const scaleguard::Decision& decision, uint32_t job_id, uint32_t submit_uid);
+// `job` names the job for the log (an update carries its id as a string).
+int apply_to_update(const scaleguard::Decision& decision, const std::string& job,
+                    uint32_t submit_uid);
 
 }  // namespace sg_slurm

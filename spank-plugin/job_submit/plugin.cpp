@@ -10,6 +10,7 @@
 #include "request.h"
 #include "settings.h"
 #include "slurm_api.h"
+#include "text.h"
 
 // The plugin is built with hidden visibility; these are the symbols slurmctld looks up.
 #define SG_EXPORT __attribute__((visibility("default")))
@@ -106,15 +107,17 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t*, uint32_t subm
     if (!gpus_changed) return SLURM_SUCCESS;
     auto policy = g_policy ? g_policy->current() : nullptr;
     if (!policy) return internal_error("job_modify", "no policy loaded", nullptr);
+    const std::string job = job_desc->job_id_str ? sg_slurm::one_line(job_desc->job_id_str, 64)
+                            : job_desc->job_id != NO_VAL ? std::to_string(job_desc->job_id)
+                                                         : "?";
     scaleguard::JobRequest request;
     sg_slurm::RequestError error{};
     if (!sg_slurm::read_request(*job_desc, submit_uid, *policy, &request, &error)) {
-      slurm_info("job_submit/scaleguard: update of job %u refused: %s", job_desc->job_id,
+      slurm_info("job_submit/scaleguard: update of job %s refused: %s", job.c_str(),
                  error.message.c_str());
       return error.code;
     }
-    return sg_slurm::apply_to_update(scaleguard::decide(request, *policy), job_desc->job_id,
-                                     submit_uid);
+    return sg_slurm::apply_to_update(scaleguard::decide(request, *policy), job, submit_uid);
   } catch (const std::exception& e) {
     return internal_error("job_modify", e.what(), nullptr);
   } catch (...) {

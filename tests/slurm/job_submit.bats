@@ -150,6 +150,25 @@ intent=(--train-model=350M --train-tokens=2.6B)
   assert_output --regexp '^scaleguard: accept'
 }
 
+@test "scontrol update: a changed GPU request is judged again" {
+  run sbatch --parsable -J sg-js -H --gpus=1 --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run scontrol update jobid="$job_id" TresPerJob=gres:gpu:8
+  assert_failure
+  assert_output --partial 'Job violates accounting/QOS policy'
+  run job_field "$job_id" TresPerJob
+  assert_output 'gres:gpu:1'
+  run grep "update of job $job_id by uid 0 refused: .*distributed_min_gpu_hours" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+  # Enough GPU-hours for two GPUs: allowed.
+  run scontrol update jobid="$job_id" TresPerJob=gres:gpu:2 TimeLimit=3-0
+  assert_success
+  run job_field "$job_id" TresPerJob
+  assert_output 'gres:gpu:2'
+  scancel "$job_id"
+}
+
 @test "the rewritten warning signal reaches the batch script (spot partition)" {
   # On spot capacity every job must checkpoint; with a 2-minute limit the USR1 that the
   # rewrite asked for (300 s before the end) is due at once: slurmctld sends it on its next

@@ -104,7 +104,7 @@ void Saver::start(Snapshot snap) {
   auto copied = std::make_shared<std::promise<void>>();
   pending_copied_ = copied->get_future().share();
   pending_write_ = std::async(std::launch::async, [this, copied] {
-    pending_snapshot_->take_copies();
+    pending_snapshot_->take_copies(spare_);
     copied->set_value();
     return write(*pending_snapshot_);
   });
@@ -125,7 +125,8 @@ std::optional<Result<Committed>> Saver::finish() {
   if (!pending_) return std::nullopt;
   Written w = pending_write_.get();
   pending_ = false;
-  pending_snapshot_.reset();   // frees the host copies
+  spare_ = pending_snapshot_->release_copies();
+  pending_snapshot_.reset();
   return commit(pending_step_, w);
 }
 

@@ -11,7 +11,8 @@
 // Asynchronous save: start() hands a Snapshot to a background thread, which first takes host
 // copies of referenced tensors (the copy overlaps the next forward/backward; the caller
 // calls wait_snapshot() before its optimizer changes the tensors) and then writes it (step 1
-// only, no collectives). poll(), called by every rank at every
+// only, no collectives). The host copies are kept after the commit and reused by the next
+// async save: memory cost = Snapshot::bytes() for as long as async saves are used. poll(), called by every rank at every
 // step boundary on the main thread, does one all_min on "my write is done"; when it is 1
 // everywhere, steps 2-4 run right there. All collectives thus stay on the main thread in
 // the same order on every rank, interleaved with training's, so nothing can deadlock and
@@ -91,6 +92,7 @@ class Saver {
   bool pending_ = false;
   int64_t pending_step_ = 0;
   std::unique_ptr<Snapshot> pending_snapshot_;
+  std::vector<at::Tensor> spare_;   // host copies of the last async snapshot, reused
   std::shared_future<void> pending_copied_;
   std::future<Written> pending_write_;
 };

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "hdf5_util.h"
@@ -34,13 +35,30 @@ void Snapshot::add(SnapshotTensor t, const at::Tensor& data) {
   tensors_.push_back(std::move(t));
 }
 
-void Snapshot::take_copies() {
-  if (copy_) return;
+void Snapshot::take_copies(std::vector<at::Tensor>& reuse) {
   for (auto& t : tensors_) {
-    if (!t.owned) t.data = t.data.clone(at::MemoryFormat::Contiguous);
+    if (t.owned) continue;
+    auto same = std::find_if(reuse.begin(), reuse.end(), [&](const at::Tensor& r) {
+      return r.defined() && r.sizes() == t.data.sizes() && r.scalar_type() == t.data.scalar_type();
+    });
+    if (same != reuse.end()) {
+      same->copy_(t.data);
+      t.data = std::move(*same);
+      reuse.erase(same);
+    } else {
+      t.data = t.data.clone(at::MemoryFormat::Contiguous);
+    }
     t.owned = true;
   }
   copy_ = true;
+}
+
+std::vector<at::Tensor> Snapshot::release_copies() {
+  std::vector<at::Tensor> out;
+  if (!copy_) return out;
+  for (auto& t : tensors_) out.push_back(std::move(t.data));
+  tensors_.clear();
+  return out;
 }
 
 void Snapshot::add_slice(const std::string& name, const at::Tensor& data, std::vector<int64_t> global_shape,

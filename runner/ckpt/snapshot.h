@@ -46,7 +46,11 @@ class Snapshot {
   void set_scalar(const std::string& group, const std::string& key, double value);
 
   // Replaces referenced tensors by host copies (the async saver does this on its thread).
-  void take_copies();
+  // Buffers of the previous snapshot with the same shape and dtype are reused (copied into),
+  // which avoids allocating and page-faulting fresh memory at every save.
+  void take_copies(std::vector<at::Tensor>& reuse);
+  // Hands the host copies over for reuse by the next snapshot.
+  std::vector<at::Tensor> release_copies();
   bool owns_copies() const { return copy_; }
 
   int64_t step() const { return step_; }

@@ -1,5 +1,7 @@
 #include "ckpt/interval.h"
 
+#include "scaleguard/plan.h"
+
 #include <cmath>
 #include <cstdlib>
 
@@ -41,12 +43,7 @@ Result<IntervalSpec> parse_interval(const std::string& text) {
                "use N (steps), Nmin (minutes) or auto"};
 }
 
-double daly_interval_seconds(double c, double m) {
-  if (c <= 0) return 0;
-  if (c >= 2 * m) return m;
-  const double r = c / (2 * m);
-  return std::sqrt(2 * c * m) * (1 + std::sqrt(r) / 3 + r / 9) - c;
-}
+double daly_interval_seconds(double c, double m) { return c <= 0 ? 0 : scaleguard::daly_interval(c, m); }
 
 IntervalClock::IntervalClock(IntervalSpec spec, double mtbf_hours, double now_seconds)
     : spec_(spec), mtbf_seconds_(mtbf_hours * 3600), last_save_(now_seconds) {}

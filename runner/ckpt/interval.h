@@ -23,8 +23,9 @@ Result<IntervalSpec> parse_interval(const std::string& text);
 
 // Daly (2006) higher-order optimum compute time between checkpoints, in seconds:
 // sqrt(2*C*M) * (1 + sqrt(C/2M)/3 + (C/2M)/9) - C for C < 2M, else M; Young's sqrt(2*C*M)
-// is its first term. The planner's young_daly_interval() is meant to replace this once it
-// lands, so the planner and the runner price the same interval.
+// is its first term. Computed by the planner (scaleguard/plan.h) so the planner's cost
+// estimate and the runner's interval agree; M is the job's MTBF (the caller turns a node
+// MTBF into the job's, e.g. with the planner's young_daly_interval()).
 double daly_interval_seconds(double save_seconds, double mtbf_seconds);
 
 class IntervalClock {

@@ -92,6 +92,12 @@ std::string plan_line(const Plan& p) {
          text::money(p.cost_spot) + " spot";
 }
 
+// Checkpoint interval the job runs with: the user's --train-ckpt-interval, else Daly's.
+long ckpt_seconds(const Plan& p, const JobRequest& job) {
+  const long interval = job.ckpt_interval_min > 0 ? job.ckpt_interval_min * 60L : std::lround(p.ckpt_interval_s);
+  return std::max(60L, interval);
+}
+
 void add_plan_env(Decision& d, const Plan& p, const JobRequest& job) {
   const auto& l = p.layout;
   auto add = [&](const char* k, std::string v) { d.plan_env.emplace_back(k, std::move(v)); };
@@ -104,8 +110,7 @@ void add_plan_env(Decision& d, const Plan& p, const JobRequest& job) {
   add("SCALEGUARD_RECOMPUTE", to_string(l.recompute));
   add("SCALEGUARD_GPUS", std::to_string(p.gpus));
   add("SCALEGUARD_NODES", std::to_string(p.nodes));
-  const long interval = job.ckpt_interval_min > 0 ? job.ckpt_interval_min * 60L : std::lround(p.ckpt_interval_s);
-  add("SCALEGUARD_CKPT_INTERVAL_S", std::to_string(std::max(60L, interval)));
+  add("SCALEGUARD_CKPT_INTERVAL_S", std::to_string(ckpt_seconds(p, job)));
   if (!job.ckpt_dir.empty()) add("SCALEGUARD_CKPT_DIR", job.ckpt_dir);
   add("SCALEGUARD_PLAN", text::format("%s-tp%d-pp%d-dp%d-zero%d-mb%d", to_string(p.strategy), l.tp, l.pp, l.dp,
                                       l.zero, l.micro_batch));
@@ -427,12 +432,14 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       if (!ids.empty()) ids += "]";
       // A refused job shows what to run instead; the others show the plan that will run.
       const Plan& shown = (d.action == Action::reject || !have_plan) && j.suggestion ? *j.suggestion : chosen;
-      d.summary = text::format("scaleguard: %s%s: %s%s gpus=%d nodes=%d tp=%d pp=%d dp=%d zero=%d %sh ~%s %s",
-                               to_string(d.action), ids.c_str(), &shown == &chosen ? "" : "use ",
-                               to_string(shown.strategy), shown.gpus, shown.nodes, shown.layout.tp, shown.layout.pp,
-                               shown.layout.dp, shown.layout.zero, text::num(shown.wall_hours, 1).c_str(),
-                               text::money(spot ? shown.cost_spot : shown.cost_on_demand).c_str(),
-                               to_string(part->capacity));
+      // comm= (exposed communication / compute) and ckpt= (seconds) feed `scaleguard report`'s
+      // comm_heavy flag and its checkpoint-aware waste (docs/report.md).
+      d.summary = text::format(
+          "scaleguard: %s%s: %s%s gpus=%d nodes=%d tp=%d pp=%d dp=%d zero=%d %sh ~%s %s comm=%s ckpt=%lds",
+          to_string(d.action), ids.c_str(), &shown == &chosen ? "" : "use ", to_string(shown.strategy), shown.gpus,
+          shown.nodes, shown.layout.tp, shown.layout.pp, shown.layout.dp, shown.layout.zero,
+          text::num(shown.wall_hours, 1).c_str(), text::money(spot ? shown.cost_spot : shown.cost_on_demand).c_str(),
+          to_string(part->capacity), text::num(shown.comm_ratio, 3).c_str(), ckpt_seconds(shown, job));
     }
   }
   d.action = j.max_action;

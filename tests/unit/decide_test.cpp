@@ -8,6 +8,7 @@
 
 #include "scaleguard/decide.h"
 #include "scaleguard/policy.h"
+#include "scaleguard/report.h"
 #include "test_support.h"
 
 using namespace scaleguard;
@@ -321,6 +322,29 @@ TEST(Decide, PlanEnvironmentCarriesTheLayout) {
   for (const auto& [k, v] : d.plan_env) {
     EXPECT_EQ(v.find_first_of(" \n="), std::string::npos) << k << "=" << v;
   }
+}
+
+// The summary goes into the Slurm job comment; `scaleguard report` reads comm= and ckpt= back
+// from it (its comm_heavy flag and checkpoint-aware waste), so the two must agree.
+TEST(Decide, SummaryCarriesCommRatioAndCheckpointIntervalForTheReport) {
+  JobRequest j = job(8, "1B", 336);
+  j.strategy = "tensor";
+  const Decision d = decide(j, shipped());
+  const auto note = report::parse_plan_note(d.summary);
+  ASSERT_TRUE(note.present) << d.summary;
+  EXPECT_EQ(note.strategy, "tensor") << d.summary;
+  EXPECT_EQ(note.gpus, 8);
+  EXPECT_NEAR(note.comm_ratio, plan_of(d)["comm_ratio"].get<double>(), 5e-4) << d.summary;
+  EXPECT_GT(note.comm_ratio, 0) << d.summary;  // tensor parallel always communicates
+  EXPECT_EQ(note.ckpt_interval_s, std::stol(env(d, "SCALEGUARD_CKPT_INTERVAL_S"))) << d.summary;
+  // A pinned --train-ckpt-interval is what the job runs with, so it is what the summary says.
+  j.ckpt_interval_min = 15;
+  EXPECT_NE(decide(j, shipped()).summary.find(" ckpt=900s"), std::string::npos);
+  // A refused job's summary describes the plan to run instead (one GPU: no communication).
+  const Decision refused = decide(job(8, "350M", 11), shipped());
+  EXPECT_NE(refused.summary.find("use single gpus=1 nodes=1"), std::string::npos) << refused.summary;
+  EXPECT_NE(refused.summary.find(" comm=0 ckpt="), std::string::npos) << refused.summary;
+  EXPECT_EQ(report::parse_plan_note(refused.summary).comm_ratio, 0);
 }
 
 TEST(Decide, JsonIsWellFormed) {

@@ -265,6 +265,8 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   const double f_spot = failure_factor(t_spot, p.ckpt_save_s, a.restart_seconds, mtbf_spot);
   const double f = hw.spot ? f_spot : f_od;
   p.ckpt_interval_s = hw.spot ? t_spot : t_od;
+  p.job_mtbf_hours = (hw.spot ? mtbf_spot : mtbf_od) / 3600;
+  p.restart_s = a.restart_seconds;
   p.failure_overhead = f - 1;
   p.wall_hours = p.train_hours * f;
   p.gpu_hours = p.wall_hours * p.gpus;

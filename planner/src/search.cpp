@@ -2,6 +2,7 @@
 // given GPU count, and the choice of the GPU count itself.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "scaleguard/plan.h"
 #include "text.h"
@@ -26,6 +27,7 @@ struct RungResult {
   bool fits = false;
   Plan best;                 // fastest fitting plan (valid when fits)
   double least_memory = 0;   // bytes, smallest need seen (for "does not fit" reasons)
+  std::optional<Plan> no_progress;  // a layout that fits memory but whose failures outpace progress
 };
 
 RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int gpus, const Pins& pins) {
@@ -71,8 +73,11 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
           if (rc != Recompute::none && r.fits && r.best.step_seconds <= r.best.compute_seconds * (1 + 1e-9) &&
               r.best.layout.recompute == Recompute::none)
             continue;
-          for (int b = 1; b <= local; b *= 2) {
-            if (pins.micro_batch && *pins.micro_batch != b) continue;
+          // Powers of two up to the local batch; a pinned size (any size, even beyond
+          // the local batch) is the only one tried.
+          const int first = pins.micro_batch.value_or(1);
+          const int last = pins.micro_batch ? first : local;
+          for (int b = first; b <= last; b *= 2) {
             Layout l{tp, pp, dp, zero, b, rc};
             r.any = true;
             // Memory first: it is cheap, and a layout that does not fit needs no timing.
@@ -81,11 +86,8 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
             if (need > hw.gpu.memory_gib * kGiB) break;  // larger micro-batches only grow
             Plan p = evaluate(w, hw, l);
             if (p.fits && (!r.fits || better(p, r.best))) r.best = p, r.fits = true;
-          }
-          if (pins.micro_batch && *pins.micro_batch > local) {  // pinned beyond the local batch
-            Plan p = evaluate(w, hw, Layout{tp, pp, dp, zero, *pins.micro_batch, rc});
-            r.any = true;
-            if (p.fits && (!r.fits || better(p, r.best))) r.best = p, r.fits = true;
+            // Fits in memory, but the job fails faster than it checkpoints and restarts.
+            if (!p.fits && std::isinf(p.failure_overhead) && !r.no_progress) r.no_progress = p;
           }
         }
       }
@@ -99,6 +101,14 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
 double overhead_ratio(const Plan& p) { return (p.step_seconds - p.compute_seconds) / p.compute_seconds; }
 
 std::string gib(double bytes) { return text::num(bytes / kGiB, 1) + " GiB"; }
+
+// Why a layout that fits in memory can never finish (failure factor infinite).
+std::string outpaced(const Plan& p) {
+  return "failures outpace progress: on " + std::to_string(p.nodes) + " node(s) the job fails every " +
+         text::num(p.job_mtbf_hours * 60, 1) + " min on average, and each failure costs half a checkpoint interval (" +
+         text::num(p.ckpt_interval_s / 120, 1) + " min, checkpoint save " + text::num(p.ckpt_save_s, 0) +
+         " s) plus a restart (" + text::num(p.restart_s / 60, 1) + " min)";
+}
 
 }  // namespace
 
@@ -133,15 +143,19 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
   std::vector<std::string> skipped;
   RungResult fallback;
   double least_memory = 0;
+  std::optional<Plan> no_progress;
   for (Strategy rung : kLadder) {
     if (pins.strategy && *pins.strategy != rung) continue;
     RungResult r = search_rung(rung, w, hw, gpus, pins);
     if (!r.any) continue;
     if (least_memory == 0 || (r.least_memory > 0 && r.least_memory < least_memory)) least_memory = r.least_memory;
     if (!r.fits) {
+      if (r.no_progress && !no_progress) no_progress = r.no_progress;
       if (goals.explain)
-        skipped.push_back(std::string(to_string(rung)) + " does not fit (needs at least " + gib(r.least_memory) +
-                        " per GPU > " + text::num(hw.gpu.memory_gib, 0) + " GiB)");
+        skipped.push_back(std::string(to_string(rung)) +
+                          (r.no_progress ? " fits in memory but " + outpaced(*r.no_progress)
+                                         : " does not fit (needs at least " + gib(r.least_memory) + " per GPU > " +
+                                               text::num(hw.gpu.memory_gib, 0) + " GiB)"));
       continue;
     }
     if (overhead_ratio(r.best) <= goals.max_comm_ratio) {
@@ -169,6 +183,11 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
     return p;
   }
   std::string what = pins.strategy ? std::string(to_string(*pins.strategy)) + " on " : std::string();
+  if (no_progress)
+    return Error{w.model.name + " on " + what + text::format("%d GPU(s) of ", gpus) + hw.gpu.name + " would never finish: " +
+                     outpaced(*no_progress),
+                 "", 0, "gpus",
+                 "use fewer nodes, faster checkpoint storage (checkpoint_write_gb_s), or check node_mtbf_hours"};
   if (least_memory == 0)
     return Error{"no " + what + text::format("layout exists on %d GPU(s)", gpus), "", 0, "gpus",
                  "pick a GPU count the strategy can split (e.g. a multiple of the pinned tp*pp)"};

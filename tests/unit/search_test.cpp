@@ -108,3 +108,37 @@ TEST(Hardware, LookupErrors) {
   EXPECT_EQ(byGpu.instance, "p4de.24xlarge");
   EXPECT_DOUBLE_EQ(byGpu.on_demand_gpu_hour, 40.96 / 8);
 }
+
+TEST(Ladder, APinnedMicroBatchOfAnySizeIsTried) {
+  // 350M on 8 GPUs: 389 sequences per step, 49 per data-parallel rank. A pinned size that is
+  // not a power of two (3, 48) used to find "no layout"; beyond the local batch it rounds
+  // the global batch up to whole micro-batches.
+  for (int mb : {3, 48, 64}) {
+    Pins pins;
+    pins.micro_batch = mb;
+    auto p = best_plan_at(work("350M", 1e9), hw("p4d.24xlarge"), 8, pins, Goals{});
+    ASSERT_TRUE(p.ok()) << mb << ": " << p.error().str();
+    EXPECT_EQ(p.value().layout.micro_batch, mb);
+    EXPECT_EQ(p.value().global_batch % (mb * p.value().layout.dp), 0) << mb;
+  }
+  Pins huge;
+  huge.micro_batch = 4096;  // cannot fit 40 GiB: said as memory, not as "no layout"
+  auto none = best_plan_at(work("350M", 1e9), hw("p4d.24xlarge"), 8, huge, Goals{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("does not fit"), std::string::npos) << none.error().str();
+}
+
+TEST(Ladder, FailuresOutpacingProgressAreSaidAsSuch) {
+  // Nodes failing every 3 minutes with a 5-minute restart: the model fits in memory, but
+  // no checkpoint interval lets the job get ahead. The error must say that, not "does not fit".
+  Hardware h = hw("p4d.24xlarge");
+  h.node_mtbf_hours = 0.05;
+  auto p = best_plan_at(work("350M", 1e9), h, 8, Pins{}, Goals{});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("failures outpace progress"), std::string::npos) << p.error().str();
+  EXPECT_NE(p.error().message.find("fails every 3 min"), std::string::npos) << p.error().str();
+  EXPECT_EQ(p.error().message.find("does not fit"), std::string::npos) << p.error().str();
+  // With reliable nodes the same request plans fine.
+  h.node_mtbf_hours = 6300;
+  EXPECT_TRUE(best_plan_at(work("350M", 1e9), h, 8, Pins{}, Goals{}).ok());
+}

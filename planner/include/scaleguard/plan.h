@@ -76,7 +76,10 @@ struct Plan {
   double train_hours = 0;          // without failures
   double ckpt_interval_s = 0;      // Daly's optimum for the chosen capacity
   double ckpt_save_s = 0;
-  double failure_overhead = 0;     // fraction added by checkpoints + lost work + restarts
+  double job_mtbf_hours = 0;       // mean time between failures of the whole job (chosen capacity)
+  double restart_s = 0;            // time lost restarting after a failure
+  double failure_overhead = 0;     // fraction added by checkpoints + lost work + restarts;
+                                   // infinite when failures outpace progress (then fits = false)
   double wall_hours = 0;           // with failures, for the chosen capacity
   double gpu_hours = 0;
   double cost_on_demand = 0, cost_spot = 0;   // each with its own failure overhead

@@ -1,5 +1,5 @@
 # Shared by up, down and status: where the cluster lives and how to find its processes.
-# Sourced, not run. A later slurmdbd/MariaDB part adds its own start_/stop_ pair here.
+# Sourced, not run.
 
 src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 abs() { case $1 in /*) echo "$1" ;; *) echo "$src_dir/$1" ;; esac; }

@@ -69,3 +69,22 @@ setup() {
   assert_output --partial "$SCALEGUARD_DEV_DIR/shm/gpu-st-p4d-1"
   assert_output --partial "$SCALEGUARD_DEV_DIR/shm/gpu-st-p4d-2"
 }
+
+@test "sacct records the test user's job with its GPUs, for the user and for root" {
+  grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF" ||
+    skip "dev cluster brought up with SCALEGUARD_ACCOUNTING=0"
+  run as_user "$CLUSTER_TMP" sbatch --parsable --gpus=1 --time=10 --wrap true
+  assert_success
+  id=$(parsed_job_id)
+  assert_equal "$(wait_job "$id")" COMPLETED
+  # slurmctld sends the end record to slurmdbd asynchronously: poll (bounded) until it lands.
+  for ((i = 0; i < 100; i++)); do
+    line=$(sacct -n -X -P -j "$id" --format=User,State,AllocTRES)
+    [[ $line == *COMPLETED* ]] && break
+    sleep 0.2
+  done
+  assert_equal "$line" "$SCALEGUARD_TEST_USER|COMPLETED|billing=1,cpu=1,gres/gpu=1,node=1"
+  run as_user "$CLUSTER_TMP" sacct -n -X -P -j "$id" --format=JobID,User,State
+  assert_success
+  assert_output "$id|$SCALEGUARD_TEST_USER|COMPLETED"
+}

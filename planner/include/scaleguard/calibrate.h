@@ -1,0 +1,85 @@
+// The planner's calibration loop: a training run's measured step time, communication share
+// and pipeline bubble (scaleguard-run --metrics) against the planner's prediction for the
+// same configuration on the same hardware, and the efficiency that would make them agree.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "scaleguard/plan.h"
+#include "scaleguard/result.h"
+
+namespace scaleguard {
+
+// The first line of a metrics file: {"run":{...}} (runner/src/trainer.cpp, log_run()).
+struct RunInfo {
+  std::string model;
+  int n_layer = 0, n_head = 0, n_embd = 0, seq_len = 0, vocab_size = 0;
+  int global_batch = 0, micro_batch = 0, micro_batches = 0;
+  int tp = 1, pp = 1, dp = 1, zero = 0, world = 0, threads = 0;
+  double params = 0;
+  std::string schedule;           // pipeline schedule (1f1b, gpipe), "none" without pp
+  std::string device;             // "cpu" or "cuda"
+  Precision precision = Precision::fp32;
+};
+
+struct StepSample {
+  long step = 0;
+  double step_ms = 0, comm_fraction = 0, bubble_fraction = 0;
+};
+
+struct Metrics {
+  RunInfo run;
+  std::vector<StepSample> steps;  // in file order
+};
+
+// Reads a metrics file (JSON lines): the run line first, then step lines; lines without
+// "step_ms" (e.g. checkpoint events) are skipped. Errors name the file, line and field.
+Result<Metrics> parse_metrics(const std::string& text, const std::string& source);
+
+// What the hardware the run used can do, per rank (one rank = one "GPU" to the planner).
+struct HostHardware {
+  std::string name = "host";
+  double peak_flops = 0;          // FLOP/s per rank at the run's precision
+  double link_gb_s = 0;           // rank-to-rank bandwidth inside a node, one direction, GB/s
+  double network_gb_s = 0;        // node network, GB/s (multi-node runs)
+  int ranks_per_node = 0;         // 0 = all ranks on one node
+  double efficiency = 1;          // the prediction's efficiency (1 = at peak)
+  std::string source;             // where the numbers came from, for the report
+};
+
+// A small built-in probe of this machine: an fp32 matrix-multiply rate on one thread and a
+// memory copy bandwidth. It runs ~0.3 s; its numbers vary with load and are reported, never
+// compared against thresholds.
+struct ProbeResult {
+  double gemm_flops_per_thread = 0;
+  double copy_gb_s = 0;
+};
+ProbeResult probe_host();
+
+// The planner's hardware for a host description (a GpuType named after it, priced at 0).
+Hardware host_hardware(const HostHardware&, const Assumptions&);
+
+// Measured medians next to the prediction.
+struct Calibration {
+  RunInfo run;
+  Layout layout;
+  double params = 0;                       // the run's parameter count (else the GPT formula's)
+  int steps_used = 0, steps_skipped = 0;
+  Plan predicted;                          // evaluate() of the run's layout on the hardware
+  double used_efficiency = 0;              // the efficiency the prediction used
+  double measured_step_s = 0;              // median step time
+  double measured_comm_fraction = 0;       // median communication share of a step
+  double measured_bubble_fraction = 0;     // median pipeline bubble
+  double predicted_comm_fraction = 0;      // exposed communication / step
+  double measured_compute_s = 0;           // step x (1 - comm - bubble)
+  double implied_efficiency = 0;           // the efficiency at which predicted compute = measured
+  double implied_bandwidth_utilization = 0;  // 0 when there is no communication to compare
+  std::vector<std::string> notes;          // caveats (few steps, communication not measured, ...)
+};
+// Compares the run with the planner on `hw`. skip = warm-up steps left out. Errors when
+// the run line cannot describe a valid layout or no steps remain.
+Result<Calibration> calibrate(const Metrics&, const Hardware& hw, int skip);
+
+std::string to_json(const Calibration&);
+
+}  // namespace scaleguard

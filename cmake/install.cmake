@@ -1,0 +1,59 @@
+# install() rules: `cmake --install BUILD [--prefix P]` (DESTDIR works) puts
+#   bin/scaleguard, bin/scaleguard-run                     the programs
+#   share/scaleguard/{policy,catalog}.ini, nccl/*.ini, examples/, parallelcluster/, sbatch/
+#                                                           shipped configs and job templates
+#   share/man/man1/scaleguard{,-run}.1, man5/scaleguard-policy.5
+#   share/doc/scaleguard/*.md                               guides and file formats
+#   SCALEGUARD_SLURM_PLUGIN_DIR/{scaleguard,job_submit_scaleguard}.so
+# The Slurm plugins go where slurmctld and slurmstepd look for them (Slurm's PluginDir), which
+# is outside the prefix; scripts/parallelcluster/install.sh places configs into the Slurm
+# config dir itself (an admin's edited policy must survive a reinstall).
+include(GNUInstallDirs)
+
+# Slurm's PluginDir: a directory holding a plugin every Slurm build has (auth_munge.so),
+# looked up beside the headers the plugins were built with, then in Debian's and the default
+# places. Override with -DSCALEGUARD_SLURM_PLUGIN_DIR=/opt/slurm/lib/slurm.
+if(NOT DEFINED SCALEGUARD_SLURM_PLUGIN_DIR)
+  set(slurm_plugin_hints "")
+  if(SLURM_INCLUDE_DIR)
+    get_filename_component(slurm_root "${SLURM_INCLUDE_DIR}" DIRECTORY)
+    list(APPEND slurm_plugin_hints "${slurm_root}/lib/slurm" "${slurm_root}/lib64/slurm")
+  endif()
+  list(APPEND slurm_plugin_hints
+    "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/slurm-wlm" "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/slurm"
+    /usr/lib64/slurm /usr/lib/slurm /usr/local/lib/slurm /opt/slurm/lib/slurm)
+  find_path(slurm_auth_munge_dir auth_munge.so PATHS ${slurm_plugin_hints} NO_DEFAULT_PATH)
+  if(slurm_auth_munge_dir)
+    set(detected "${slurm_auth_munge_dir}")
+  else()
+    set(detected "${CMAKE_INSTALL_LIBDIR}/slurm")   # relative: under the prefix
+  endif()
+  unset(slurm_auth_munge_dir CACHE)
+  set(SCALEGUARD_SLURM_PLUGIN_DIR "${detected}" CACHE PATH
+      "where the Slurm plugins are installed (Slurm's PluginDir; relative = under the prefix)")
+endif()
+
+if(TARGET scaleguard)
+  install(TARGETS scaleguard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+if(TARGET scaleguard-run)
+  install(TARGETS scaleguard-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+foreach(plugin scaleguard_spank job_submit_scaleguard)
+  if(TARGET ${plugin})
+    install(TARGETS ${plugin} LIBRARY DESTINATION "${SCALEGUARD_SLURM_PLUGIN_DIR}")
+  endif()
+endforeach()
+
+set(scaleguard_datadir ${CMAKE_INSTALL_DATADIR}/scaleguard)
+install(FILES configs/policy.ini configs/catalog.ini DESTINATION ${scaleguard_datadir})
+install(DIRECTORY configs/nccl/ DESTINATION ${scaleguard_datadir}/nccl FILES_MATCHING PATTERN "*.ini")
+install(DIRECTORY configs/examples/ DESTINATION ${scaleguard_datadir}/examples)
+install(DIRECTORY configs/parallelcluster/ DESTINATION ${scaleguard_datadir}/parallelcluster
+        FILES_MATCHING PATTERN "*.yaml")
+install(FILES scripts/sbatch/train.sbatch scripts/sbatch/sweep.sbatch DESTINATION ${scaleguard_datadir}/sbatch)
+
+install(FILES man/scaleguard.1 man/scaleguard-run.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES man/scaleguard-policy.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+file(GLOB scaleguard_docs ${CMAKE_CURRENT_SOURCE_DIR}/docs/*.md)
+install(FILES ${scaleguard_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})

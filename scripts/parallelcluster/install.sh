@@ -1,0 +1,348 @@
+#!/bin/bash
+# Installs scaleguard on an AWS ParallelCluster 3 node (or any Slurm node), as a CustomActions
+# OnNodeConfigured/OnNodeUpdated script or by hand. Idempotent: a second run changes nothing.
+#
+# head:    fetch the sources, build (CMake), `cmake --install` the programs, man pages and
+#          shipped configs into PREFIX and the plugins into Slurm's PluginDir; put the policy
+#          and catalog into SLURM_CONF_DIR/scaleguard/ (an installed policy is kept unless
+#          --policy names one); write job_submit_scaleguard.conf and
+#          plugstack.conf.d/scaleguard.conf; make sure slurm.conf has JobSubmitPlugins=scaleguard
+#          and PrologFlags=Alloc and plugstack.conf includes plugstack.conf.d/*; restart slurmctld.
+# compute: check that the head node's install is visible (shared PREFIX and PluginDir), write
+#          /etc/profile.d/scaleguard.sh, restart slurmd if it runs.
+# Both write /etc/profile.d/scaleguard.sh (PATH, SCALEGUARD_POLICY for the CLI).
+# Run with --help for the options. Needs bash, coreutils, diff; the head role also cmake (3.18+),
+# a C++17 compiler and the build dependencies (README.md in this folder).
+set -euo pipefail
+
+prog=install.sh
+die() { echo "$prog: $*" >&2; exit 1; }
+usage_error() { echo "$prog: $*" >&2; echo "run '$prog --help' for the options" >&2; exit 2; }
+say() { echo "$prog: $*"; }
+
+usage() {
+  cat <<'EOF'
+usage: install.sh [options]
+  --role head|compute    what this node is (default: cfn_node_type from
+                         /etc/parallelcluster/cfnconfig under --root)
+  --source SRC           scaleguard sources: a directory, a .tar.gz, or an s3:// or https://
+                         URL of a .tar.gz (default: the checkout holding this script)
+  --build-dir DIR        CMake build directory (default: /var/tmp/scaleguard-build);
+                         configured when it has no CMakeCache.txt
+  --no-build             install from --build-dir as it is (already built)
+  --cmake-arg ARG        extra CMake configure argument, repeatable
+                         (e.g. -DCMAKE_PREFIX_PATH=/opt/libtorch)
+  --prefix DIR           install prefix of programs, man pages, shipped configs
+                         (default: /opt/scaleguard; shared with compute nodes)
+  --slurm-conf-dir DIR   directory of slurm.conf (default: dirname of $SLURM_CONF, else
+                         /opt/slurm/etc when it exists, else /etc/slurm)
+  --plugin-dir DIR       where the Slurm plugins are (head default: the build's
+                         SCALEGUARD_SLURM_PLUGIN_DIR, which CMake detects; compute default:
+                         PluginDir of slurm.conf, else /opt/slurm/lib/slurm)
+  --policy FILE          install this policy (checked with `scaleguard policy check` first);
+                         default: keep an installed one, else install the shipped one
+  --catalog FILE         install this catalog (default: keep, else the shipped one)
+  --root DIR             install below DIR instead of / (tests, images); restarts nothing
+  --no-restart           do not restart slurmctld / slurmd
+  --dry-run              print what would be done and every file change; change nothing
+  -h, --help             this help
+EOF
+}
+
+# Paths end up in plugstack.conf and slurm.conf, which split on spaces: allow only safe ones.
+check_path() {  # NAME VALUE
+  [[ $2 == /* ]] || usage_error "$1 '$2': must be an absolute path"
+  [[ $2 =~ ^[A-Za-z0-9._/+@-]+$ ]] || usage_error "$1 '$2': only letters, digits and . _ / + @ - are allowed"
+  [[ /$2/ != */../* ]] || usage_error "$1 '$2': '..' is not allowed"
+}
+
+role="" source="" build_dir=/var/tmp/scaleguard-build build=1 prefix=/opt/scaleguard
+conf_dir="" plugin_dir="" policy="" catalog="" root="" restart=1 dry_run=0
+cmake_args=()
+while [ $# -gt 0 ]; do
+  opt=$1
+  case $opt in
+    -h|--help) usage; exit 0 ;;
+    --no-build) build=0; shift; continue ;;
+    --no-restart) restart=0; shift; continue ;;
+    --dry-run) dry_run=1; shift; continue ;;
+    --role|--source|--build-dir|--cmake-arg|--prefix|--slurm-conf-dir|--plugin-dir|--policy|--catalog|--root)
+      [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$opt needs a value" ;;
+    *) usage_error "unknown option '$opt'" ;;
+  esac
+  val=$2
+  shift 2
+  case $opt in
+    --role) case $val in head|compute) role=$val ;; *) usage_error "--role '$val': expected head or compute" ;; esac ;;
+    --source) source=$val ;;
+    --build-dir) check_path --build-dir "$val"; build_dir=$val ;;
+    --cmake-arg) cmake_args+=("$val") ;;
+    --prefix) check_path --prefix "$val"; prefix=${val%/} ;;
+    --slurm-conf-dir) check_path --slurm-conf-dir "$val"; conf_dir=${val%/} ;;
+    --plugin-dir) check_path --plugin-dir "$val"; plugin_dir=${val%/} ;;
+    --policy) [ -f "$val" ] && [ -r "$val" ] || usage_error "--policy '$val': no such readable file"; policy=$(realpath "$val") ;;
+    --catalog) [ -f "$val" ] && [ -r "$val" ] || usage_error "--catalog '$val': no such readable file"; catalog=$(realpath "$val") ;;
+    --root) check_path --root "$val"; [ -d "$val" ] || usage_error "--root '$val': not a directory"; root=${val%/} ;;
+  esac
+done
+[ -n "$root" ] && restart=0
+
+# The node's role, as ParallelCluster records it.
+if [ -z "$role" ]; then
+  cfn=$root/etc/parallelcluster/cfnconfig
+  [ -r "$cfn" ] || usage_error "--role not given and $cfn not found"
+  node_type=$(sed -n 's/^cfn_node_type=//p' "$cfn" | tr -d '"' | tail -n 1)
+  case $node_type in
+    HeadNode) role=head ;;
+    ComputeFleet) role=compute ;;
+    *) usage_error "$cfn: cfn_node_type='$node_type' (expected HeadNode or ComputeFleet); give --role" ;;
+  esac
+fi
+
+if [ -z "$conf_dir" ]; then
+  if [ -n "${SLURM_CONF:-}" ]; then conf_dir=$(dirname "$SLURM_CONF")
+  elif [ -d "$root/opt/slurm/etc" ]; then conf_dir=/opt/slurm/etc
+  else conf_dir=/etc/slurm
+  fi
+  check_path "slurm config dir" "$conf_dir"
+fi
+slurm_conf=$root$conf_dir/slurm.conf
+[ "$role" = compute ] || [ -f "$slurm_conf" ] || die "$slurm_conf not found (give --slurm-conf-dir)"
+
+run() {  # print a command; run it unless --dry-run
+  echo "+ $*"
+  [ "$dry_run" = 1 ] || "$@"
+}
+
+changed=0
+# Write CONTENT (stdin) to FILE when it differs; show the difference. Keeps an existing mode.
+put() {  # FILE MODE
+  local file=$1 mode=$2 new
+  new=$(mktemp)
+  cat > "$new"
+  if [ -f "$file" ] && cmp -s "$new" "$file"; then
+    rm -f "$new"
+    return 0
+  fi
+  changed=1
+  if [ -f "$file" ]; then
+    say "update $file"
+    diff -u "$file" "$new" | sed '1,2d' || true
+  else
+    say "create $file"
+    sed 's/^/+/' "$new"
+  fi
+  if [ "$dry_run" = 1 ]; then rm -f "$new"; return 0; fi
+  mkdir -p "$(dirname "$file")"
+  [ -f "$file" ] && chmod --reference="$file" "$new" || chmod "$mode" "$new"
+  mv -f "$new" "$file"
+}
+
+put_from() {  # FILE SOURCE_FILE (a dry run from a URL has no sources to compare)
+  if [ ! -f "$2" ] && [ "$dry_run" = 1 ]; then say "install $1 from $2"; changed=1; return 0; fi
+  put "$1" 0644 < "$2"
+}
+
+# Make `KEY=...` in a Slurm config contain ITEM in its comma list, or add `KEY=ITEM`.
+# Keys are case-insensitive in Slurm; the first uncommented line with the key is edited.
+ensure_list_item() {  # FILE KEY ITEM SEPARATOR
+  local file=$1 key=$2 item=$3 sep=$4
+  awk -v key="$key" -v item="$item" -v sep="$sep" '
+    BEGIN { lkey = tolower(key) }
+    !done && $0 !~ /^[[:space:]]*#/ && index($0, "=") {
+      split($0, kv, "=")
+      k = kv[1]; gsub(/[[:space:]]/, "", k)
+      if (tolower(k) == lkey) {
+        v = substr($0, index($0, "=") + 1); sub(/[[:space:]]*(#.*)?$/, "", v); gsub(/^[[:space:]]+/, "", v)
+        n = split(v, items, sep); found = 0
+        for (i = 1; i <= n; i++) if (items[i] == item) found = 1
+        print (found ? $0 : key "=" (v == "" ? item : v sep item))
+        done = 1; next
+      }
+    }
+    { print }
+    END { if (!done) print key "=" item }' "$file"
+}
+
+# ---------------------------------------------------------------- sources and build (head)
+self_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=""
+trap 'rm -rf "$work"' EXIT
+fetch_source() {
+  case $source in
+    "")
+      source=$(cd "$self_dir/../.." && pwd)
+      [ -f "$source/CMakeLists.txt" ] && [ -d "$source/planner" ] ||
+        die "this script is not inside a scaleguard checkout: give --source" ;;
+    s3://*|https://*)
+      [[ $source == *.tar.gz ]] || usage_error "--source '$source': a URL must name a .tar.gz"
+      work=$(mktemp -d)
+      if [[ $source == s3://* ]]; then
+        [ "$dry_run" = 1 ] || command -v aws > /dev/null || die "--source $source: the aws CLI is not installed"
+        run aws s3 cp --only-show-errors "$source" "$work/src.tar.gz"
+      else
+        run curl -fsSL -o "$work/src.tar.gz" "$source"
+      fi
+      source=$work/src.tar.gz ;;
+  esac
+  if [ -f "$source" ] || [[ $source == *.tar.gz ]]; then
+    [ "$dry_run" = 1 ] && [ ! -f "$source" ] && { src=$work/src; echo "+ tar -xzf $source"; return; }
+    [[ $source == *.tar.gz ]] || usage_error "--source '$source': expected a directory or a .tar.gz"
+    tar -tzf "$source" > /dev/null 2>&1 || die "--source '$source': not a readable .tar.gz"
+    work=${work:-$(mktemp -d)}
+    mkdir -p "$work/src"
+    tar -xzf "$source" -C "$work/src"
+    # A tarball holds the tree either at its top or in one folder.
+    src=$work/src
+    [ -f "$src/CMakeLists.txt" ] || src=$(dirname "$(find "$work/src" -maxdepth 2 -name CMakeLists.txt -print -quit)")
+  elif [ -d "$source" ]; then
+    src=$(cd "$source" && pwd)
+  else
+    usage_error "--source '$source': no such directory or file"
+  fi
+  [ "$src" != . ] && [ -f "$src/CMakeLists.txt" ] && [ -f "$src/configs/policy.ini" ] ||
+    die "--source: $source holds no scaleguard source tree (CMakeLists.txt, configs/policy.ini)"
+}
+
+cache_value() {  # VAR: its value in the build's CMakeCache.txt
+  sed -n "s/^$1:[A-Z]*=//p" "$build_dir/CMakeCache.txt"
+}
+
+build_and_install() {
+  local gen=() targets
+  if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    [ "$build" = 1 ] || die "--no-build: $build_dir is not a configured build directory"
+    command -v cmake > /dev/null || die "cmake not found (3.18 or newer; e.g. pip install cmake)"
+    command -v ninja > /dev/null && gen=(-G Ninja)
+    run cmake -S "$src" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DSCALEGUARD_TESTS=OFF -DSCALEGUARD_BENCH=OFF \
+      ${plugin_dir:+-DSCALEGUARD_SLURM_PLUGIN_DIR=$plugin_dir} "${cmake_args[@]}"
+  elif [ -n "$plugin_dir" ] && [ "$(cache_value SCALEGUARD_SLURM_PLUGIN_DIR)" != "$plugin_dir" ]; then
+    [ "$build" = 1 ] || die "--no-build: $build_dir installs plugins into $(cache_value SCALEGUARD_SLURM_PLUGIN_DIR), not --plugin-dir $plugin_dir"
+    run cmake -S "$src" -B "$build_dir" -DSCALEGUARD_SLURM_PLUGIN_DIR="$plugin_dir" "${cmake_args[@]}"
+  fi
+  if [ "$build" = 1 ]; then
+    targets=(scaleguard scaleguard_spank job_submit_scaleguard)
+    if [ "$dry_run" = 1 ] || cmake --build "$build_dir" --target help 2>/dev/null | grep -Eq '(^|\.\.\. )scaleguard-run(:|$)'; then
+      targets+=(scaleguard-run)
+    else
+      say "warning: scaleguard-run is not built here (MPI or LibTorch not found): jobs cannot run it"
+    fi
+    run cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
+  fi
+  if [ "$dry_run" = 1 ] && [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    plugin_dir=${plugin_dir:-"(the plugin dir CMake detects)"}
+  else
+    plugin_dir=$(cache_value SCALEGUARD_SLURM_PLUGIN_DIR)
+    [ -n "$plugin_dir" ] || die "$build_dir has no SCALEGUARD_SLURM_PLUGIN_DIR: configure it again (cmake -S SRC -B $build_dir)"
+    [[ $plugin_dir == /* ]] || plugin_dir=$prefix/$plugin_dir
+  fi
+  scaleguard_bin=$build_dir/planner/scaleguard
+  for f in planner/scaleguard spank-plugin/spank/scaleguard.so spank-plugin/job_submit/job_submit_scaleguard.so; do
+    [ "$dry_run" = 1 ] || [ -f "$build_dir/$f" ] ||
+      die "$build_dir/$f was not built (Slurm headers missing? see the CMake output)"
+  done
+  check_configs
+  if [ "$dry_run" = 1 ]; then
+    echo "+ DESTDIR=$root cmake --install $build_dir --prefix $prefix"
+  else
+    echo "+ DESTDIR=$root cmake --install $build_dir --prefix $prefix"
+    DESTDIR=$root cmake --install "$build_dir" --prefix "$prefix" > /dev/null
+  fi
+}
+
+# --------------------------------------------------------------- policy, catalog (head)
+sg_dir=$conf_dir/scaleguard
+check_configs() {
+  local args=()
+  [ -z "$policy" ] && [ -f "$root$sg_dir/policy.ini" ] && return 0   # the installed one stays
+  local p=${policy:-$src/configs/policy.ini}
+  [ -n "$catalog" ] && args=(--catalog "$catalog")
+  if [ -x "$scaleguard_bin" ]; then
+    "$scaleguard_bin" policy check "${args[@]}" "$p" > /dev/null ||
+      die "policy $p is not valid (the error is above); nothing was installed"
+  else
+    echo "+ scaleguard policy check ${args[*]}${args[*]:+ }$p"
+  fi
+}
+
+install_configs() {
+  if [ -n "$policy" ] || [ ! -f "$root$sg_dir/policy.ini" ]; then
+    put_from "$root$sg_dir/policy.ini" "${policy:-$src/configs/policy.ini}"
+  else
+    say "keeping the installed $sg_dir/policy.ini (--policy replaces it)"
+  fi
+  if [ -n "$catalog" ] || [ ! -f "$root$sg_dir/catalog.ini" ]; then
+    put_from "$root$sg_dir/catalog.ini" "${catalog:-$src/configs/catalog.ini}"
+  fi
+  # The policy's `catalog = catalog.ini` is relative to it, so the pair needs no catalog= line.
+  put "$root$conf_dir/job_submit_scaleguard.conf" 0644 <<EOF
+# Written by scaleguard's install.sh: job_submit/scaleguard settings (spank-plugin/job_submit).
+policy=$sg_dir/policy.ini
+EOF
+  put "$root$conf_dir/plugstack.conf.d/scaleguard.conf" 0644 <<EOF
+# Written by scaleguard's install.sh: the scaleguard SPANK plugin (spank-plugin/spank/README.md).
+required $plugin_dir/scaleguard.so policy=$sg_dir/policy.ini profiles=$prefix/share/scaleguard/nccl
+EOF
+  # plugstack.conf: include the drop-in directory unless an include already covers it.
+  local stack=$root$conf_dir/plugstack.conf include="include $conf_dir/plugstack.conf.d/*"
+  if [ -f "$stack" ] && grep -Eq "^[[:space:]]*include[[:space:]]+$conf_dir/plugstack\.conf\.d/(\*|scaleguard\.conf)[[:space:]]*$" "$stack"; then
+    :
+  else
+    { [ -f "$stack" ] && cat "$stack"; echo "$include"; } | put "$stack" 0644
+  fi
+  # slurm.conf: our job_submit plugin, the job prolog at allocation (the SPANK plugin's plan
+  # for srun/salloc jobs needs it), and the plugin dir when slurm.conf names PluginDir.
+  local conf
+  conf=$(ensure_list_item "$slurm_conf" JobSubmitPlugins scaleguard ,)
+  conf=$(ensure_list_item <(printf '%s\n' "$conf") PrologFlags Alloc ,)
+  if grep -Eiq '^[[:space:]]*PluginDir[[:space:]]*=' "$slurm_conf"; then
+    conf=$(ensure_list_item <(printf '%s\n' "$conf") PluginDir "$plugin_dir" :)
+  fi
+  printf '%s\n' "$conf" | put "$slurm_conf" 0644
+}
+
+# ---------------------------------------------------------------- both roles
+write_profile() {
+  put "$root/etc/profile.d/scaleguard.sh" 0644 <<EOF
+# Written by scaleguard's install.sh: the CLI, its man pages and the cluster's policy.
+case ":\$PATH:" in *":$prefix/bin:"*) ;; *) PATH=$prefix/bin:\$PATH ;; esac
+export PATH
+export SCALEGUARD_POLICY=\${SCALEGUARD_POLICY:-$sg_dir/policy.ini}
+EOF
+}
+
+check_shared() {  # compute: the head node's install must be visible here
+  local f
+  for f in "$prefix/bin/scaleguard" "$prefix/bin/scaleguard-run" "$plugin_dir/scaleguard.so" "$sg_dir/policy.ini"; do
+    [ -f "$root$f" ] || die "$root$f not found: run the head node install first, with --prefix and --plugin-dir on storage the compute nodes share"
+  done
+}
+
+restart_daemon() {  # UNIT MODE
+  if [ "$restart" = 0 ]; then
+    say "not restarting $1 (${root:+--root }${root:---no-restart})"
+  elif [ "$2" = try ]; then
+    run systemctl try-restart "$1"
+  else
+    run systemctl restart "$1"
+  fi
+}
+
+if [ "$role" = head ]; then
+  fetch_source
+  build_and_install
+  install_configs
+  write_profile
+  restart_daemon slurmctld always
+else
+  if [ -z "$plugin_dir" ]; then
+    plugin_dir=$(sed -n 's/^[[:space:]]*[Pp][Ll][Uu][Gg][Ii][Nn][Dd][Ii][Rr][[:space:]]*=[[:space:]]*//p' "$slurm_conf" 2>/dev/null | cut -d: -f1 | tail -n 1)
+    [ -n "$plugin_dir" ] || plugin_dir=/opt/slurm/lib/slurm
+  fi
+  check_shared
+  write_profile
+  restart_daemon slurmd try
+fi
+if [ "$changed" = 0 ]; then say "nothing to change: already installed"; fi
+if [ "$dry_run" = 1 ]; then say "dry run: nothing was changed"; else say "done ($role node)"; fi

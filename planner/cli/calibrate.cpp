@@ -131,7 +131,12 @@ int run(int argc, char** argv) {
   } else {
     const bool is_instance = catalog.value().find_instance(which) != nullptr;
     auto h = hardware_for(catalog.value(), is_instance ? "" : which, is_instance ? which : "", rpn.value_or(0));
-    if (!h) return print_error("calibrate", h.error()), 2;
+    if (!h) {
+      std::fprintf(stderr, "scaleguard calibrate: --hardware=%s: %s (hint: host, or a GPU or instance type of %s%s)\n",
+                   which.c_str(), h.error().message.c_str(), catalog_path(vm).c_str(),
+                   h.error().hint.rfind("did you mean", 0) == 0 ? ("; " + h.error().hint).c_str() : "");
+      return 2;
+    }
     hw = h.value();
     if (efficiency) hw.gpu.efficiency = *efficiency;
     if (network) hw.network_gb_s = *network;
@@ -168,12 +173,14 @@ int run(int argc, char** argv) {
   std::printf("  %-22s %14s %14s\n\n", "pipeline bubble", pct(p.bubble_fraction).c_str(),
               pct(c.measured_bubble_fraction).c_str());
   if (c.implied_efficiency > 0)
-    std::printf("implied efficiency: %.3g  (catalog: `efficiency = %.2f` in this hardware's [gpu ...] section)\n",
+    std::printf("implied efficiency: %.3g  (catalog: `efficiency = %.2g` in this hardware's [gpu ...] section)\n",
                 c.implied_efficiency, c.implied_efficiency);
   if (c.implied_bandwidth_utilization > 0)
     std::printf("implied bandwidth_utilization: %.3g  (catalog [assumptions]; now %.2f)\n",
                 c.implied_bandwidth_utilization, hw.assume.bandwidth_utilization);
   for (const auto& n : c.notes) std::printf("note: %s\n", n.c_str());
+  if (which != "host" && r.device == "cpu")
+    std::printf("note: the run trained on CPU ranks but is compared with %s GPUs\n", hw.gpu.name.c_str());
   return 0;
 }
 

@@ -12,7 +12,14 @@ namespace {
 // A Slurm GPU count that may carry a type: "8" or "a100:8".
 bool gpu_option(const po::variables_map& vm, const char* name, int& count, std::string& type) {
   if (!vm.count(name)) return true;
-  auto t = parse_gpu_tres("gpu:" + vm[name].as<std::string>());
+  // Slurm wants the count here ("--gpus=a100" is an sbatch error, not one GPU of type a100).
+  const std::string value = vm[name].as<std::string>();
+  const std::string count_text = value.substr(value.rfind(':') + 1);
+  if (count_text.empty() || count_text.find_first_not_of("0123456789") != std::string::npos) {
+    std::fprintf(stderr, "scaleguard decide: --%s=%s: expected N or TYPE:N, e.g. 8 or a100:8\n", name, value.c_str());
+    return false;
+  }
+  auto t = parse_gpu_tres("gpu:" + value);
   if (!t) {
     std::fprintf(stderr, "scaleguard decide: --%s: %s (%s)\n", name, t.error().message.c_str(), t.error().hint.c_str());
     return false;

@@ -84,6 +84,13 @@ Result<RunInfo> parse_run(const json& run, const std::string& source) {
   return r;
 }
 
+// The start of a line for a message: printable ASCII only (the file may be binary).
+std::string excerpt(const std::string& line) {
+  std::string out;
+  for (char ch : line.substr(0, 60)) out += ch >= 0x20 && ch < 0x7f ? ch : '?';
+  return out;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -135,7 +142,7 @@ Result<Metrics> parse_metrics(const std::string& text, const std::string& source
     if (line.empty()) continue;
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object())
-      return bad(source, n, "", "not a JSON object: " + line.substr(0, 60),
+      return bad(source, n, "", "not a JSON object: " + excerpt(line),
                  "a metrics file has one JSON object per line (scaleguard-run --metrics)");
     if (!have_run) {
       if (!j.contains("run"))

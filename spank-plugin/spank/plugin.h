@@ -58,10 +58,18 @@ bool checkpoint_roots(std::vector<std::string>& roots, std::string& error);
 // logs "failed with rc=3000" and the submission goes ahead.
 constexpr int kFail = -1;
 
-// The controller's plan for a job (plan.cpp): saved by the job prolog, read by task_init.
+// The controller's plan for a job and its first node's address (plan.cpp): saved by the job
+// prolog, read by task_init.
 int save_plan();
 int drop_plan();
 std::vector<std::pair<std::string, std::string>> saved_plan(const std::string& job);
+// The address the prolog saved for the job's first node, if that node is `node`; else "".
+std::string saved_address(const std::string& job, const std::string& node);
+
+// A node's NodeAddr from slurmctld (node_addr.cpp; one RPC); "" when unknown or not a plain
+// host name or IP address.
+std::string node_address(const std::string& node);
+bool plain_address(const std::string& addr);
 
 // Per-context entry points (return 0 or kFail).
 int submit_init(spank_t sp);

@@ -108,6 +108,17 @@ bool make_ckpt_dir(spank_t sp, const Env& env, std::string& dir) {
   return false;
 }
 
+// The step's first node's NodeAddr: saved by the prolog when that node is the job's first
+// (every job step but those on a subset of the nodes), else asked here; the node name
+// when slurmctld cannot tell.
+std::string master_addr(const std::string& job, const std::string& first) {
+  std::string addr = saved_address(job, first);
+  if (addr.empty()) addr = node_address(first);
+  if (!addr.empty()) return addr;
+  slurm_info("scaleguard: no NodeAddr for %s: MASTER_ADDR is the node name", first.c_str());
+  return first;
+}
+
 }  // namespace
 
 int remote_init(spank_t sp) { return register_options(sp); }
@@ -134,7 +145,7 @@ int remote_task_init(spank_t sp) {
   want.emplace_back("LOCAL_WORLD_SIZE", batch ? "1" : item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT));
   std::string nodes = get(env, "SLURM_STEP_NODELIST");
   if (nodes.empty()) nodes = get(env, "SLURM_JOB_NODELIST");
-  if (const auto first = first_host(nodes); first.ok()) want.emplace_back("MASTER_ADDR", *first);
+  if (const auto first = first_host(nodes); first.ok()) want.emplace_back("MASTER_ADDR", master_addr(job, *first));
   else slurm_info("scaleguard: MASTER_ADDR not set: %s", first.error().str().c_str());
   want.emplace_back("MASTER_PORT", std::to_string(master_port(static_cast<uint32_t>(std::stoul(job)))));
   std::string error;

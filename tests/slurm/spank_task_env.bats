@@ -5,6 +5,9 @@
 load helpers
 
 setup_file() { cluster_env; }
+# A node's NodeAddr as slurmctld reports it (127.0.0.1 on the dev cluster: its node names do
+# not resolve, so MASTER_ADDR must be this address).
+node_addr() { scontrol show node "$1" | tr ' ' '\n' | sed -n 's/^NodeAddr=//p'; }
 setup() {
   cluster_env
   work=$(user_dir)
@@ -29,10 +32,48 @@ show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PO
     assert_line "$t LOCAL_RANK=$((t % 2))"
     assert_line "$t WORLD_SIZE=4"
     assert_line "$t LOCAL_WORLD_SIZE=2"
-    assert_line "$t MASTER_ADDR=gpu-st-p4d-1"
+    assert_line "$t MASTER_ADDR=$(node_addr gpu-st-p4d-1)"
     assert_line "$t MASTER_PORT=$job"
   done
   (( job >= 20000 && job < 30000 ))
+}
+
+@test "MASTER_ADDR:MASTER_PORT reaches rank 0 from the other node" {
+  cat > "$work/rendezvous.py" <<'EOF'
+import os, socket, time
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+if rank == 0:
+    server = socket.create_server((addr, port))
+    for _ in range(world - 1):
+        conn, _ = server.accept()
+        print("rank 0 got:", conn.recv(100).decode())
+        conn.close()
+else:
+    for _ in range(300):  # until rank 0 listens: a hang guard, not a measurement
+        try:
+            conn = socket.create_connection((addr, port))
+            break
+        except OSError:
+            time.sleep(0.1)
+    conn.sendall(f"rank {rank} on {os.environ['SLURMD_NODENAME']}".encode())
+EOF
+  run srun -N2 -n2 --time=5 python3 "$work/rendezvous.py"
+  assert_success
+  assert_line "rank 0 got: rank 1 on gpu-st-p4d-2"
+}
+
+@test "the job prolog saves the first node's address once per node (no slurmctld query per task)" {
+  run srun -N2 -n2 bash -c 'cat "$SCALEGUARD_DEV_DIR/plans/$SLURM_JOB_ID.addr"'
+  assert_success
+  assert_equal "$(grep -c "^gpu-st-p4d-1 $(node_addr gpu-st-p4d-1)\$" <<<"$output")" 2
+}
+
+@test "a step on a subset of the job's nodes gets its own first node's address" {
+  run sbatch --wait -N2 -o "$work/out" --wrap 'srun -N1 -n1 -w gpu-st-p4d-2 printenv MASTER_ADDR'
+  assert_success
+  run cat "$work/out"
+  assert_output "$(node_addr gpu-st-p4d-2)"
 }
 
 @test "MASTER_PORT is 20000 + job id mod 10000" {

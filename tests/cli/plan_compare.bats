@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# `scaleguard plan` and `scaleguard compare`: plans in text and JSON, and every kind of bad
+# input a user can type: usage errors exit 2, a model that cannot fit exits 1.
+
+load helpers
+
+@test "plan: the seed's 350M on one A100 is a single-GPU plan (text and JSON)" {
+  run sg plan --model 350M --single-gpu-hours 11 --instance p4d.24xlarge --gpus 1
+  assert_exit 0
+  assert_output --partial "strategy single: 1 GPU(s) on 1 node(s)"
+  run sg plan --model 350M --single-gpu-hours 11 --instance p4d.24xlarge --gpus 8 --json
+  assert_exit 0
+  [ "$(jq -r .strategy <<<"$output")" = ddp ]
+  [ "$(jq -r .gpus <<<"$output")" = 8 ]
+  jq -e '.wall_hours > 1 and .wall_hours < 2 and .fits' <<<"$output"
+}
+
+@test "plan: a pinned non-power-of-two micro-batch is used" {
+  run sg plan --model 350M --tokens 3B --instance p4d.24xlarge --gpus 8 --micro-batch 3 --json
+  assert_exit 0
+  [ "$(jq -r .micro_batch <<<"$output")" = 3 ]
+}
+
+@test "plan: a model that cannot fit exits 1 and says how much memory it needs (JSON too)" {
+  run sg plan --model 70B --tokens 1B --instance p4d.24xlarge --gpus 1
+  assert_runtime_error "does not fit 1 GPU(s) of A100-40GB"
+  run --separate-stderr sg plan --model 70B --tokens 1B --instance p4d.24xlarge --gpus 1 --json
+  assert_exit 1
+  jq -e '.fits == false and (.error | contains("does not fit"))' <<<"$output"
+}
+
+@test "plan: failures outpacing progress are said as such" {
+  run sg plan --model 350M --tokens 3B --instance p4d.24xlarge --gpus 8 --mtbf-hours 0.05
+  assert_runtime_error "failures outpace progress"
+  refute_output --partial "does not fit"
+}
+
+@test "plan: bad values are usage errors that name the option" {
+  run sg plan --model 350M --tokens 1B
+  assert_usage_error "no GPU type given"
+  run sg plan --instance p4d.24xlarge --tokens 1B
+  assert_usage_error "'--model' is required"
+  run sg plan --model 350M --instance p4d.24xlarge
+  assert_usage_error "give --tokens or --single-gpu-hours"
+  run sg plan --model 350M --tokens 1B --single-gpu-hours 3 --instance p4d.24xlarge
+  assert_usage_error "not both"
+  run sg plan --model 350M --tokens lots --instance p4d.24xlarge
+  assert_usage_error "--tokens"
+  run sg plan --model 1e30 --tokens 1B --instance p4d.24xlarge
+  assert_usage_error "absurdly large"
+  run sg plan --model layers=0,hidden=64,heads=1 --tokens 1B --instance p4d.24xlarge
+  assert_usage_error "model"
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarg
+  assert_usage_error "did you mean 'p4d.24xlarge'"
+  run sg plan --model 350M --tokens 1B --gpu-type A100-80GB --instance p5.48xlarge
+  assert_usage_error "not A100-80GB"
+  for bad in 0 -1 1.5 1e9 abc ""; do
+    run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --gpus "$bad"
+    assert_usage_error "--gpus"
+  done
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --zero 4
+  assert_usage_error "not a ZeRO stage"
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --recompute sometimes
+  assert_usage_error "sometimes"
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --strategy magic
+  assert_usage_error "magic"
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --tp 2 --pp 2 --dp 2 --gpus 4
+  assert_usage_error "--tp x --pp x --dp != --gpus"
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --catalog /nonexistent.ini
+  assert_usage_error "cannot open"
+}
+
+@test "compare: one GPU vs the distributed plan side by side (seed: 1B at 40 h on V100s)" {
+  run sg compare --model 1B,optimizer=sgd --single-gpu-hours 40 --instance p3.8xlarge --gpus 4
+  assert_exit 0
+  assert_output --partial "1 GPU"
+  assert_output --partial "4 GPUs"
+  assert_output --partial "GPU-hours"
+  run sg compare --model 1B,optimizer=sgd --single-gpu-hours 40 --instance p3.8xlarge --gpus 4 --json
+  assert_exit 0
+  jq -e . <<<"$output" >/dev/null
+}
+
+@test "compare: bad input is clear" {
+  run sg compare --model 350M --tokens 1B --instance p4d.24xlarge --gpus 1
+  assert_usage_error "nothing to compare on one GPU"
+  run sg compare --model 70B --tokens 1B --instance p4d.24xlarge --gpus 8
+  assert_runtime_error "does not fit"
+  run sg compare --model 350M --tokens 1B
+  assert_usage_error "no GPU type given"
+  run sg compare --model nonsense-model --tokens 1B --instance p4d.24xlarge --gpus 2
+  assert_usage_error "nonsense-model"
+}

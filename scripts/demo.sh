@@ -1,42 +1,177 @@
 #!/usr/bin/env bash
-# README command one: install what is missing, build, and show scaleguard's decisions on the
-# sample jobs in configs/examples (the cost literature's story), then a short data-parallel
-# training run on the fortunes corpus with 2 MPI ranks.
-# The full live-cluster story (submit, train across nodes, preempt, resume, report) is issue 7.
-#   DEMO_SKIP_INSTALL=1 skips install-deps; BUILD_DIR (default build).
+# README command one: the cost articles' story on a live local Slurm cluster (as root).
+# Installs what is missing, builds, starts scripts/dev-cluster (two fake p4d.24xlarge nodes,
+# partitions gpu-od and gpu-spot, accounting), then every decision is a real submission that
+# job_submit/scaleguard judges inside slurmctld:
+#   1. a 350M model asking for 8 GPUs is refused with the single-vs-distributed comparison;
+#   2. the same training on 1 GPU is accepted;
+#   3. a 7B model on 2 nodes x 8 GPUs is accepted with a multi-node plan (scontrol shows it)
+#      and the job trains a small GPT on the fortunes corpus, one CPU rank per node, with
+#      checkpoints (scripts/sbatch/train.sbatch, srun --mpi=pmix scaleguard-run);
+#   4. it is preempted (USR1, as --signal=B:USR1 sends before the time limit): it saves,
+#      requeues itself and resumes from the checkpoint;
+#   5. the GPU-hour and cost report of those jobs (text here, HTML in the output folder).
+# Stops the cluster it started, also on failure; reuses one that is already up (ctest).
+#
+# Environment: BUILD_DIR (default build), SCALEGUARD_DEV_DIR (default BUILD_DIR/dev-cluster),
+# DEMO_OUT (folder for logs, checkpoints and the report; default a new /tmp/scaleguard-demo.*),
+# DEMO_SHORT=1 (fewer training steps, for CI), DEMO_SKIP_INSTALL=1, DEMO_SKIP_BUILD=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build}
-[ "${DEMO_SKIP_INSTALL:-0}" = 1 ] || bash scripts/install-deps.sh
-gen=(); command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ] && gen=(-G Ninja)
-cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" --target scaleguard scaleguard-run
-sg="$build/planner/scaleguard"
+src=$PWD
+build=$(realpath -m "${BUILD_DIR:-build}")
+export SCALEGUARD_BUILD_DIR=$build
+export SCALEGUARD_DEV_DIR=$(realpath -m "${SCALEGUARD_DEV_DIR:-$build/dev-cluster}")
+[ "$(id -u)" = 0 ] || { echo "demo: run as root (the dev cluster's slurmd runs jobs as their users)" >&2; exit 1; }
+
+if [ "${DEMO_SHORT:-0}" = 1 ]; then steps=60 every=10; else steps=200 every=25; fi
 
 step() { printf '\n=== %s\n' "$*"; }
-decide() {  # decide FILE: print the decision; exit 0 accept/warn, 3 rewrite, 4 reject
-  local args; read -r -a args < "configs/examples/$1"
-  echo "\$ scaleguard decide ${args[*]}"
-  "$sg" decide --policy configs/policy.ini "${args[@]}" || true
-}
-step "1. A 350M model asking for 8 GPUs: refused, one GPU is cheaper"
-decide 350m-8gpu.args
-step "2. The same job on 1 GPU: accepted"
-decide 350m-1gpu.args
-step "3. 13B does not fit one H100: sharded or model parallel"
-decide 13b-4-h100.args
-step "4. A 100M BERT asked on 2 GPUs stays single"
-decide bert-100m-2gpu.args
-step "5. Single GPU vs distributed, side by side"
-"$sg" compare --model 350M --single-gpu-hours 11 --instance p4d.24xlarge
+say() { printf '%s\n' "$*"; }
+die() { echo "demo: $*" >&2; exit 1; }
 
-step "6. Data-parallel training on 2 MPI ranks (GPT, fortunes corpus)"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+[ "${DEMO_SKIP_INSTALL:-0}" = 1 ] || bash scripts/install-deps.sh
+if [ "${DEMO_SKIP_BUILD:-0}" != 1 ]; then
+  gen=(); command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ] && gen=(-G Ninja)
+  cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target scaleguard scaleguard-run job_submit_scaleguard scaleguard_spank
+fi
+
+out=${DEMO_OUT:-$(mktemp -d /tmp/scaleguard-demo.XXXXXX)}
+mkdir -p "$out"
+out=$(realpath "$out")
+
+# --- the cluster: reuse a live one, else start ours and stop it on any exit -------------
+cluster_live() {
+  [ -r "$SCALEGUARD_DEV_DIR/env.sh" ] &&
+    (source "$SCALEGUARD_DEV_DIR/env.sh" && [[ $(scontrol ping 2>/dev/null) == *'is UP'* ]])
+}
+started=0
+cleanup() {
+  local rc=$?
+  # Our jobs only (a reused cluster may be someone's test fixture).
+  [ -n "${SLURM_CONF:-}" ] && scancel --quiet --name=demo-gpt,demo-350m 2>/dev/null
+  [ "$started" = 1 ] && scripts/dev-cluster/down >/dev/null 2>&1
+  [ "$rc" = 0 ] || echo "demo: FAILED (exit $rc); logs in $out" >&2
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+if cluster_live; then
+  say "demo: using the dev cluster already up in $SCALEGUARD_DEV_DIR"
+else
+  started=1
+  scripts/dev-cluster/up
+fi
+source "$SCALEGUARD_DEV_DIR/env.sh"
+[ -n "$(scontrol show config | sed -n 's/^JobSubmitPlugins *= *//p' | grep scaleguard)" ] ||
+  die "the dev cluster runs without job_submit/scaleguard"
+grep -q 'scaleguard\.so' "$SCALEGUARD_DEV_DIR/etc/plugstack.conf" ||
+  die "the dev cluster has no scaleguard SPANK plugin (--train-* options): build target scaleguard_spank"
+start_time=$(date +%Y-%m-%dT%H:%M:%S)
+
+# Waits (bounded: a hang guard) until job $1 reaches one of the states in $2 (a|b|c).
+wait_state() {
+  local id=$1 want=$2 limit=$((${3:-300} * 5)) i state=
+  for ((i = 0; i < limit; i++)); do
+    state=$(squeue -h -j "$id" -t all -o %T 2>/dev/null)
+    [[ $state =~ ^($want)$ ]] && return 0
+    case $state in FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL)
+      tail -n 30 "$out/train.log" >&2 2>/dev/null; die "job $id ended $state" ;;
+    esac
+    sleep 0.2
+  done
+  die "job $id is $state after ${3:-300} s, expected $want"
+}
+show_sbatch() { printf '$ sbatch'; printf ' %q' "$@"; printf '\n'; }
+# sbatch --parsable's output: the plugin's lines as they are, the bare job id as sbatch says it.
+show_submitted() { sed -E 's/^([0-9]+)$/Submitted batch job \1/' <<<"$1"; }
+
+# --- 1 and 2 -------------------------------------------------------------------------------
+intent=(--train-model=350M --train-tokens=2.6B)
+step "1. A 350M model asking for 8 GPUs: refused, one GPU is cheaper"
+show_sbatch --gpus=8 "${intent[@]}" --wrap true
+if msg=$(sbatch -J demo-350m --gpus=8 "${intent[@]}" --wrap true 2>&1); then
+  say "$msg"; die "the 8-GPU job was accepted"
+fi
+say "$msg"
+say; say "The same comparison from the CLI:"
+"$build/planner/scaleguard" compare --model 350M --tokens 2.6B --instance p4d.24xlarge --gpus 8
+
+step "2. The same training on 1 GPU: accepted"
+show_sbatch --gpus=1 --time=12:00:00 "${intent[@]}" --wrap '...'
+msg=$(sbatch --parsable -J demo-350m -o "$out/single.log" --gpus=1 --time=12:00:00 "${intent[@]}" \
+  --wrap 'echo "plan in the job: strategy=$SCALEGUARD_STRATEGY gpus=$SCALEGUARD_GPUS"' 2>&1) ||
+  { say "$msg"; die "the 1-GPU job was refused"; }
+show_submitted "$msg"
+single=$(grep -E '^[0-9]+$' <<<"$msg" | tail -n 1)
+wait_state "$single" COMPLETED 60
+cat "$out/single.log"
+
+# --- 3 -------------------------------------------------------------------------------------
+step "3. A 7B model on 2 nodes x 8 GPUs: accepted with a multi-node plan, trains with checkpoints"
 mapfile -t corpus < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*')
-"$build/runner/scaleguard-run" prep --input "${corpus[@]}" --output "$tmp/fortunes.bin"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
-mpirun -np 2 --oversubscribe --bind-to none "$build/runner/scaleguard-run" train \
-  --config configs/examples/gpt-small.ini --data "$tmp/fortunes.bin" --steps 60 \
-  --metrics "$tmp/metrics.jsonl"
-tail -n 1 "$tmp/metrics.jsonl"
+[ "${#corpus[@]}" -gt 0 ] || die "no fortunes corpus in /usr/share/games/fortunes (package fortunes)"
+"$build/runner/scaleguard-run" prep --input "${corpus[@]}" --output "$out/fortunes.bin"
+ckpt=$out/ckpt
+wide=(-N2 --ntasks-per-node=1 --gpus-per-node=8 --time=7-00:00:00
+      --train-model=llama2-7b --train-tokens=300B --train-ckpt-dir="$ckpt")
+# The plan is for 16 GPUs (scontrol shows it); this CPU-only machine trains a small GPT in
+# its place on one rank per node, data parallel, so the command line sets the layout.
+train=(--data "$out/fortunes.bin" --steps "$steps"
+       --ckpt-every "$every" --metrics "$out/metrics.jsonl" --threads 1
+       --strategy ddp --dp 0 --tp 1 --pp 1 --zero 0 --micro-batch 0)
+say "The plan is for 16 A100s; this machine has CPUs only, so the job trains a small GPT in its"
+say "place: one rank per node, data parallel (its command line sets that layout)."
+show_sbatch "${wide[@]}" scripts/sbatch/train.sbatch configs/examples/gpt-small.ini "$ckpt" ...
+msg=$(sbatch --parsable -J demo-gpt -o "$out/train.log" "${wide[@]}" \
+  scripts/sbatch/train.sbatch configs/examples/gpt-small.ini "$ckpt" "${train[@]}" 2>&1) || { say "$msg"; die "the 7B job was refused"; }
+show_submitted "$msg"
+job=$(grep -E '^[0-9]+$' <<<"$msg" | tail -n 1)
+say; say "\$ scontrol show job $job   (the plan and what the plugin changed)"
+scontrol show job "$job" | grep -E 'JobId=|Requeue=|NumNodes=|TRES=|Comment=' | sed 's/^ */  /'
+wait_state "$job" RUNNING 120
+
+# --- 4 -------------------------------------------------------------------------------------
+step "4. Preempted: USR1 to the batch shell -> checkpoint, requeue, resume"
+for ((i = 0; i < 1500; i++)); do
+  [ -s "$ckpt/latest" ] && break
+  [ "$(squeue -h -j "$job" -o %T)" = RUNNING ] ||
+    { tail -n 30 "$out/train.log" >&2; die "job $job stopped before its first checkpoint"; }
+  sleep 0.2
+done
+[ -s "$ckpt/latest" ] || { tail -n 30 "$out/train.log" >&2; die "no checkpoint in $ckpt after 300 s"; }
+say "checkpoint on disk: $ckpt/$(cat "$ckpt/latest")"
+say "\$ scancel --signal=USR1 --batch $job"
+scancel --signal=USR1 --batch "$job"
+# The batch script requeues the job; Slurm holds a requeued job back for its requeue delay
+# (cred_expire, 120 s by default): start it now.
+for ((i = 0; i < 600; i++)); do
+  state=$(squeue -h -j "$job" -t all -o %T)
+  [ "$state" = PENDING ] && scontrol update jobid="$job" StartTime=now 2>/dev/null && break
+  [ "$state" = RUNNING ] || [ "$state" = COMPLETING ] || [ "$state" = REQUEUED ] ||
+    { tail -n 30 "$out/train.log" >&2; die "job $job is $state instead of requeued"; }
+  sleep 0.2
+done
+[ "$i" -lt 600 ] || { tail -n 30 "$out/train.log" >&2; die "job $job was not requeued"; }
+say "job $job requeued (restarts: $(scontrol show job "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2))"
+wait_state "$job" COMPLETED 600
+grep -E 'train.sbatch:|resum|stop requested|done:' "$out/train.log" | sed 's/^/  /'
+say "final metrics: $(tail -n 1 "$out/metrics.jsonl")"
+
+# --- 5 -------------------------------------------------------------------------------------
+step "5. GPU-hours, cost and waste of these jobs (scaleguard report, from sacct)"
+config=$(scontrol show config)   # captured: grep -q would cut the pipe (pipefail)
+grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' <<<"$config" ||
+  die "the dev cluster has no accounting (slurmdbd): no report"
+# Job records reach slurmdbd asynchronously: wait until the training job's last run is there.
+for ((i = 0; i < 300; i++)); do
+  [ "$(sacct -n -X -P -j "$job" -o State 2>/dev/null | tail -n 1)" = COMPLETED ] && break
+  sleep 0.2
+done
+report=("$build/planner/scaleguard" report --since "$start_time" --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)")
+"${report[@]}"
+"${report[@]}" --format html --output "$out/report.html"
+say; say "HTML report: $out/report.html"
+say "logs and checkpoints: $out"
 echo; echo "demo: done"

@@ -17,7 +17,7 @@ setup_file() {
   resume_nodes
   export RQ_BIN=$SCALEGUARD_BUILD_DIR/runner/scaleguard-run
   [ -x "$RQ_BIN" ] || skip "scaleguard-run not built in $SCALEGUARD_BUILD_DIR"
-  "$RQ_BIN" train --help | grep -q -- --ckpt-dir || skip "scaleguard-run has no --ckpt-dir yet"
+  [[ $("$RQ_BIN" train --help) == *--ckpt-dir* ]] || skip "scaleguard-run has no --ckpt-dir yet"
   export RQ_TMP=$(user_dir)
   cd "$RQ_TMP"
   "$RQ_BIN" prep --input /usr/share/games/fortunes/fortunes --output tokens.bin

@@ -5,7 +5,9 @@
 # restarted between them) so machine noise hits all three alike. Two measures:
 #  - end to end: sbatch processes per second, as a user sees it (client start-up included);
 #  - in slurmctld: the time slurmctld itself reports for each submission RPC (its log's
-#    `_slurm_rpc_submit_batch_job ... usec=N`), which is where a job_submit plugin runs.
+#    `_slurm_rpc_submit_batch_job ... usec=N`), which is where a job_submit plugin runs;
+#  - slurmctld's CPU time (user + system, all threads, /proc/PID/stat) per submission: what
+#    the controller spends, far less disturbed by other processes on the machine than wall time.
 # Prints both with ratios against no plugin and against Lua.
 #   bench/slurm/submit_throughput.sh [JOBS_PER_ROUND] [ROUNDS]     (defaults 100, 3)
 # Needs root and a build with job_submit_scaleguard (SCALEGUARD_BUILD_DIR, default build).
@@ -20,11 +22,16 @@ export SCALEGUARD_JOB_SUBMIT_LUA=$PWD/bench/slurm/job_submit.lua
 # No SPANK plugin on the client: its cost would be the same in every configuration and only
 # dilute the difference this measures.
 export SCALEGUARD_SPANK=0
+# No slurmdbd: its traffic would be the same in every configuration, and its bring-up slow.
+export SCALEGUARD_ACCOUNTING=0
 configs=(none scaleguard lua)
 # The same accepted request for every configuration: 1 GPU for 2 hours, no --train-* intent.
 request=(-H --gpus=1 --time=120 -o /dev/null --wrap true)
 
-declare -A total_s
+declare -A total_s cpu_ticks
+ticks_per_s=$(getconf CLK_TCK)
+# utime + stime of a process, in clock ticks.
+cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 usec_dir=$(mktemp -d)
 trap 'scripts/dev-cluster/down >/dev/null 2>&1 || true; rm -rf "$usec_dir"' EXIT
 for ((round = 1; round <= rounds; round++)); do
@@ -32,9 +39,13 @@ for ((round = 1; round <= rounds; round++)); do
     SCALEGUARD_JOB_SUBMIT=$config scripts/dev-cluster/up >/dev/null
     source "$SCALEGUARD_DEV_DIR/env.sh"
     sbatch "${request[@]}" >/dev/null 2>&1   # warm-up: first RPC, plugin caches
+    ctld=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
+    cpu0=$(cpu_of "$ctld")
     start=$(date +%s.%N)
     for ((i = 0; i < jobs; i++)); do sbatch "${request[@]}" >/dev/null 2>&1; done
     end=$(date +%s.%N)
+    cpu1=$(cpu_of "$ctld")
+    cpu_ticks[$config]=$(( ${cpu_ticks[$config]:-0} + cpu1 - cpu0 ))
     held=$(squeue -h -t PD -o %A | wc -l)
     [ "$held" -eq $((jobs + 1)) ] || { echo "$config: $held of $((jobs + 1)) jobs queued" >&2; exit 1; }
     total_s[$config]=$(echo "${total_s[$config]:-0} + $end - $start" | bc -l)
@@ -42,7 +53,8 @@ for ((round = 1; round <= rounds; round++)); do
     grep -o '_slurm_rpc_submit_batch_job: JobId=[0-9]* .*usec=[0-9]*' \
         "$SCALEGUARD_DEV_DIR/log/slurmctld.log" | sed 's/.*JobId=\([0-9]*\) .*usec=\([0-9]*\)/\1 \2/' |
       awk '$1 > 1 { print $2 }' >> "$usec_dir/$config"
-    printf 'round %d %-10s %4d jobs in %6.2f s\n' "$round" "$config" "$jobs" "$(echo "$end - $start" | bc -l)"
+    printf 'round %d %-10s %4d jobs in %6.2f s, slurmctld CPU %5.2f s\n' "$round" "$config" "$jobs" \
+      "$(echo "$end - $start" | bc -l)" "$(echo "($cpu1 - $cpu0) / $ticks_per_s" | bc -l)"
   done
 done
 
@@ -67,3 +79,12 @@ n=$(mean_us none) g=$(mean_us scaleguard) l=$(mean_us lua)
 printf 'throughput scaleguard / none = %.3f   (target >= 0.95)\n' "$(echo "$n / $g" | bc -l)"
 printf 'throughput lua / none        = %.3f\n' "$(echo "$n / $l" | bc -l)"
 printf 'throughput scaleguard / lua  = %.3f   (target > 1)\n' "$(echo "$l / $g" | bc -l)"
+
+cpu_us() { echo "${cpu_ticks[$1]} * 1000000 / $ticks_per_s / ($jobs * $rounds)" | bc -l; }
+printf '\nslurmctld CPU per submission     us        jobs per CPU-second\n'
+for c in none scaleguard lua; do
+  printf '%-32s %6.0f %12.0f\n' "$c" "$(cpu_us "$c")" "$(echo "1000000 / $(cpu_us "$c")" | bc -l)"
+done
+n=$(cpu_us none) g=$(cpu_us scaleguard) l=$(cpu_us lua)
+printf 'CPU capacity scaleguard / none = %.3f   (target >= 0.95)\n' "$(echo "$n / $g" | bc -l)"
+printf 'CPU capacity scaleguard / lua  = %.3f   (target > 1)\n' "$(echo "$l / $g" | bc -l)"

@@ -69,6 +69,7 @@ void add_workload_options(po::options_description& desc) {
       ("zero", po::value<std::string>(), "pin ZeRO stage 0-3")
       ("micro-batch", po::value<std::string>(), "pin micro-batch size (sequences)")
       ("recompute", po::value<std::string>(), "pin activation recompute: none, selective, full")
+      ("interleave", po::value<std::string>(), "interleaved pipeline: chunks per rank (default 1 = plain 1F1B)")
       ("strategy", po::value<std::string>(), "pin the strategy: single, ddp, zero, pipeline, tensor, hybrid")
       ("deadline", po::value<std::string>(), "wall hours you can wait (the planner adds GPUs to meet it)")
       ("mtbf-hours", po::value<std::string>(), "node MTBF (default: the catalog's)")
@@ -123,7 +124,8 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     s.gpus = *v;
   }
   for (auto [name, slot, hi] : {std::tuple{"tp", &s.pins.tp, 64}, std::tuple{"pp", &s.pins.pp, 1000},
-                                std::tuple{"dp", &s.pins.dp, 65536}, std::tuple{"micro-batch", &s.pins.micro_batch, 1 << 16}}) {
+                                std::tuple{"dp", &s.pins.dp, 65536}, std::tuple{"micro-batch", &s.pins.micro_batch, 1 << 16},
+                                std::tuple{"interleave", &s.pins.interleave, 64}}) {
     if (!vm.count(name)) continue;
     auto v = int_option(vm, name, 1, hi);
     if (!v) return std::nullopt;

@@ -81,7 +81,7 @@ const Partition* fast_twin(const Policy& policy, const Partition& part) {
 
 bool same_layout(const Layout& a, const Layout& b) {
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.zero == b.zero && a.micro_batch == b.micro_batch &&
-         a.recompute == b.recompute;
+         a.recompute == b.recompute && a.interleave == b.interleave;
 }
 
 std::string gpus_str(int n) { return n == 1 ? "1 GPU" : std::to_string(n) + " GPUs"; }

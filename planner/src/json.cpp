@@ -58,6 +58,7 @@ std::string to_json(const Plan& p) {
   field(out, "zero", p.layout.zero);
   field(out, "micro_batch", p.layout.micro_batch);
   field(out, "recompute", std::string(to_string(p.layout.recompute)));
+  field(out, "interleave", p.layout.interleave);
   field(out, "gpus", p.gpus);
   field(out, "nodes", p.nodes);
   out += std::string("\"fits\":") + (p.fits ? "true" : "false") + ",";

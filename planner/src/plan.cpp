@@ -44,6 +44,15 @@ Result<Strategy> strategy_from_string(const std::string& s) {
   return e;
 }
 
+bool valid_interleave(const ModelSpec& m, const Layout& l, int global_batch) {
+  if (l.interleave == 1) return true;
+  // Megatron's interleaved schedule: pp > 1, layers split evenly into pp*v chunks, and a
+  // number of micro-batches per step that is a multiple of pp.
+  const int local = (global_batch + l.dp - 1) / l.dp;
+  const int mb = std::max(1, (local + l.micro_batch - 1) / l.micro_batch);
+  return l.interleave > 1 && l.pp > 1 && m.layers % (l.pp * l.interleave) == 0 && mb % l.pp == 0;
+}
+
 Strategy Layout::strategy() const {
   if (tp > 1 && pp > 1) return Strategy::hybrid;
   if (tp > 1) return Strategy::tensor;
@@ -138,10 +147,12 @@ Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, con
   if (l.recompute == Recompute::selective) per_layer = s * b * h * 34 / l.tp * scale;
   if (l.recompute == Recompute::full) per_layer = 2 * s * b * h / l.tp * scale, working = layer_full;
   const int layers_stage = (m.layers + l.pp - 1) / l.pp;
-  // 1F1B: the first stage keeps up to pp micro-batches in flight.
+  // 1F1B: the first stage keeps up to pp micro-batches in flight; interleaving v chunks
+  // per rank raises that by 1 + (p-1)/(p*v) (Korthikanti et al. 2022, sec. 4.2.3).
   const int in_flight = l.pp > 1 ? std::min(micro_batches, l.pp) : 1;
+  const double interleaved = l.interleave > 1 ? 1 + double(l.pp - 1) / (l.pp * l.interleave) : 1;
   const double logits = 4 * s * b * m.vocab / l.tp;  // fp32 logits of the last stage
-  mem.activations = layers_stage * in_flight * per_layer + working + logits;
+  mem.activations = layers_stage * in_flight * per_layer * interleaved + working + logits;
   mem.overhead = a.memory_reserved_gib * kGiB +
                  a.memory_fragmentation * (mem.weights + mem.gradients + mem.optimizer + mem.activations);
   return mem;
@@ -178,7 +189,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m);
   const bool valid = l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.micro_batch >= 1 && l.tp <= gpn &&
                      m.heads % l.tp == 0 && l.pp <= m.layers && l.zero >= 0 && l.zero <= 3 &&
-                     (l.zero == 0 || l.dp > 1);
+                     (l.zero == 0 || l.dp > 1) && valid_interleave(m, l, B);
   const int local = (B + l.dp - 1) / l.dp;
   const int mb = std::max(1, (local + l.micro_batch - 1) / l.micro_batch);
   p.micro_batches = mb;
@@ -218,7 +229,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   if (l.pp > 1) {
     const double bytes = sbh * act / l.tp;
     const double bw = l.tp * l.dp >= gpn ? inter / g : intra;
-    p.pp_comm_seconds = 2.0 * mb * bytes / bw;
+    p.pp_comm_seconds = 2.0 * mb * bytes / bw * l.interleave;  // every chunk boundary is crossed
   }
   // Data parallel: ring all-reduce 2(d-1)/d of the gradients (ZeRO-1/2: reduce-scatter +
   // all-gather, same volume; ZeRO-3 adds parameter all-gathers: 1.5x). Inside a node over
@@ -241,8 +252,10 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
     p.dp_exposed_seconds = std::max(0.0, p.dp_comm_seconds - window);
   }
 
-  p.bubble_fraction = double(l.pp - 1) / (mb + l.pp - 1);
-  p.step_seconds = (p.compute_seconds + p.tp_comm_seconds) * (mb + l.pp - 1) / mb +
+  // Bubble (p-1)/(v*m + p-1): v interleaved chunks make each fill/drain slot v times shorter.
+  const double slots = double(l.interleave) * mb;
+  p.bubble_fraction = double(l.pp - 1) / (slots + l.pp - 1);
+  p.step_seconds = (p.compute_seconds + p.tp_comm_seconds) * (slots + l.pp - 1) / slots +
                    p.pp_comm_seconds + p.dp_exposed_seconds;
   p.comm_ratio = (p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds) / p.compute_seconds;
   p.steps = w.tokens / tokens_step;

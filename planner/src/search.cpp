@@ -78,7 +78,8 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
           const int first = pins.micro_batch.value_or(1);
           const int last = pins.micro_batch ? first : local;
           for (int b = first; b <= last; b *= 2) {
-            Layout l{tp, pp, dp, zero, b, rc};
+            Layout l{tp, pp, dp, zero, b, rc, pins.interleave.value_or(1)};
+            if (!valid_interleave(m, l, B)) continue;
             r.any = true;
             // Memory first: it is cheap, and a layout that does not fit needs no timing.
             const double need = memory_per_gpu(m, l, B, hw.assume).total();
@@ -116,8 +117,10 @@ std::vector<std::string> describe_plan(const Plan& p) {
   std::vector<std::string> out;
   const auto& l = p.layout;
   const auto& mem = p.memory;
-  out.push_back(text::format("layout: tp=%d pp=%d dp=%d zero=%d micro-batch=%d recompute=%s on %d GPU(s), %d node(s)",
-                             l.tp, l.pp, l.dp, l.zero, l.micro_batch, to_string(l.recompute), p.gpus, p.nodes));
+  out.push_back(text::format("layout: tp=%d pp=%d dp=%d zero=%d micro-batch=%d recompute=%s%s on %d GPU(s), %d node(s)",
+                             l.tp, l.pp, l.dp, l.zero, l.micro_batch, to_string(l.recompute),
+                             l.interleave > 1 ? text::format(" interleave=%d", l.interleave).c_str() : "", p.gpus,
+                             p.nodes));
   out.push_back("memory per GPU " + gib(mem.total()) + " of " + text::num(p.gpu_memory_gib, 0) +
                 " GiB (weights " + gib(mem.weights) + ", gradients " + gib(mem.gradients) + ", optimizer " +
                 gib(mem.optimizer) + ", activations " + gib(mem.activations) + ", buffers " + gib(mem.overhead) + ")");
@@ -190,7 +193,10 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
                  "use fewer nodes, faster checkpoint storage (checkpoint_write_gb_s), or check node_mtbf_hours"};
   if (least_memory == 0)
     return Error{"no " + what + text::format("layout exists on %d GPU(s)", gpus), "", 0, "gpus",
-                 "pick a GPU count the strategy can split (e.g. a multiple of the pinned tp*pp)"};
+                 pins.interleave && *pins.interleave > 1
+                     ? "an interleaved schedule needs pp > 1, layers divisible by pp x interleave and micro-batches "
+                       "per step divisible by pp"
+                     : "pick a GPU count the strategy can split (e.g. a multiple of the pinned tp*pp)"};
   return Error{w.model.name + " does not fit " + what + text::format("%d GPU(s) of ", gpus) + hw.gpu.name +
                    ": needs at least " + gib(least_memory) + " per GPU",
                "", 0, "gpus", "ask for more GPUs, a larger GPU, or allow sharding/model parallelism"};

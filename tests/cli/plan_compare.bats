@@ -21,6 +21,20 @@ load helpers
   [ "$(jq -r .micro_batch <<<"$output")" = 3 ]
 }
 
+@test "plan: an interleaved pipeline is an option that must be asked for" {
+  run --separate-stderr sg plan --model gpt3-175b --tokens 300B --instance p4de.24xlarge --gpus 512 --tp 8 --pp 8 --json
+  assert_exit 0
+  jq -e '.interleave == 1' <<<"$output"
+  plain=$(jq .bubble_fraction <<<"$output")
+  run --separate-stderr sg plan --model gpt3-175b --tokens 300B --instance p4de.24xlarge --gpus 512 --tp 8 --pp 8 --interleave 2 --json
+  assert_exit 0
+  jq -e --argjson plain "$plain" '.interleave == 2 and .bubble_fraction < $plain' <<<"$output"
+  run sg plan --model gpt3-175b --tokens 300B --instance p4de.24xlarge --gpus 512 --tp 8 --pp 8 --interleave 5
+  assert_runtime_error "an interleaved schedule needs pp > 1"
+  run sg plan --model gpt3-175b --tokens 300B --instance p4de.24xlarge --gpus 512 --interleave 0
+  assert_usage_error "--interleave"
+}
+
 @test "plan: a model that cannot fit exits 1 and says how much memory it needs (JSON too)" {
   run sg plan --model 70B --tokens 1B --instance p4d.24xlarge --gpus 1
   assert_runtime_error "does not fit 1 GPU(s) of A100-40GB"

@@ -203,6 +203,36 @@ TEST(StepTime, PipelineBubble) {
   EXPECT_EQ(p.strategy, Strategy::pipeline);
 }
 
+TEST(StepTime, InterleavedPipelineShrinksTheBubbleForMoreTraffic) {
+  ModelSpec m = tiny();
+  m.layers = 8;
+  const Workload w{m, 8192.0 * 100, 8};
+  Layout plain;
+  plain.pp = 4;
+  Layout l = plain;
+  l.interleave = 2;  // 8 layers = 4 stages x 2 chunks; 8 micro-batches, a multiple of pp
+  const Plan a = evaluate(w, toy(), plain), b = evaluate(w, toy(), l);
+  ASSERT_TRUE(b.fits);
+  EXPECT_NEAR(a.bubble_fraction, 3.0 / 11, 1e-12);   // (p-1)/(m+p-1)
+  EXPECT_NEAR(b.bubble_fraction, 3.0 / 19, 1e-12);   // (p-1)/(v*m+p-1)
+  EXPECT_NEAR(b.pp_comm_seconds, 2 * a.pp_comm_seconds, 1e-15);  // every chunk boundary is crossed
+  EXPECT_NEAR(b.step_seconds, b.compute_seconds * 19 / 16 + b.pp_comm_seconds, 1e-12);
+  // The first stage holds 1 + (p-1)/(p*v) = 1.375x the activations of plain 1F1B (logits apart).
+  const double logits = 4.0 * 1024 * 1 * 1000;
+  EXPECT_NEAR(b.memory.activations - logits, 1.375 * (a.memory.activations - logits), 1);
+  // Impossible interleavings are not layouts: no pipeline, layers not divisible by pp*v,
+  // micro-batches not a multiple of pp.
+  Layout no_pp;
+  no_pp.interleave = 2;
+  EXPECT_FALSE(evaluate(w, toy(), no_pp).fits);
+  Layout odd = l;
+  odd.interleave = 3;
+  EXPECT_FALSE(evaluate(w, toy(), odd).fits);
+  EXPECT_FALSE(evaluate(Workload{m, 8192.0 * 100, 6}, toy(), l).fits);
+  EXPECT_TRUE(valid_interleave(m, l, 8));
+  EXPECT_FALSE(valid_interleave(m, l, 6));
+}
+
 TEST(Failures, YoungAndDaly) {
   // C = 60 s, M = 24 h: Young sqrt(2*60*86400) = 3219.94 s; Daly 3180.06 s.
   EXPECT_NEAR(young_interval(60, 86400), 3219.937887599697, 1e-6);

@@ -142,3 +142,23 @@ TEST(Ladder, FailuresOutpacingProgressAreSaidAsSuch) {
   h.node_mtbf_hours = 6300;
   EXPECT_TRUE(best_plan_at(work("350M", 1e9), h, 8, Pins{}, Goals{}).ok());
 }
+
+TEST(Ladder, InterleavingIsUsedOnlyWhenPinned) {
+  const Workload w = work("gpt3-175b", 300e9);
+  const Hardware h = hw("p4de.24xlarge");
+  Pins pins;
+  pins.tp = 8;
+  pins.pp = 8;
+  auto plain = best_plan_at(w, h, 512, pins, Goals{});
+  ASSERT_TRUE(plain.ok()) << plain.error().str();
+  EXPECT_EQ(plain.value().layout.interleave, 1);  // the runner executes 1F1B and GPipe only
+  pins.interleave = 2;
+  auto inter = best_plan_at(w, h, 512, pins, Goals{});
+  ASSERT_TRUE(inter.ok()) << inter.error().str();
+  EXPECT_EQ(inter.value().layout.interleave, 2);
+  EXPECT_LT(inter.value().bubble_fraction, plain.value().bubble_fraction);
+  pins.interleave = 5;  // 96 layers are not 8 x 5 chunks
+  auto none = best_plan_at(w, h, 512, pins, Goals{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().hint.find("interleaved"), std::string::npos) << none.error().str();
+}

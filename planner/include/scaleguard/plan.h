@@ -21,6 +21,10 @@ struct Layout {
   int zero = 0;          // 0 = none, 1 = optimizer, 2 = + gradients, 3 = + weights
   int micro_batch = 1;   // sequences per micro-batch
   Recompute recompute = Recompute::none;
+  // Interleaved 1F1B (Narayanan et al. 2021): each rank holds `interleave` pipeline chunks,
+  // shrinking the bubble by that factor for as many times the stage-to-stage traffic.
+  // 1 = plain 1F1B. Only used when pinned: the runner executes 1F1B and GPipe.
+  int interleave = 1;
   int gpus() const { return tp * pp * dp; }
   Strategy strategy() const;
 };
@@ -89,12 +93,16 @@ struct Plan {
 // One line per aspect (layout, memory, step, throughput, cost, checkpoints) for reasons[].
 std::vector<std::string> describe_plan(const Plan&);
 
+// Whether `interleave` chunks per rank are possible: 1 always; v > 1 needs pp > 1, layers a
+// multiple of pp*v, and micro-batches per step a multiple of pp.
+bool valid_interleave(const ModelSpec&, const Layout&, int global_batch);
+
 // Predicts one layout; never fails (an impossible layout comes back with fits = false).
 Plan evaluate(const Workload&, const Hardware&, const Layout&);
 
 // Choices the user pinned (CLI --tp/--pp/..., --train-strategy).
 struct Pins {
-  std::optional<int> tp, pp, dp, zero, micro_batch;
+  std::optional<int> tp, pp, dp, zero, micro_batch, interleave;
   std::optional<Recompute> recompute;
   std::optional<Strategy> strategy;
 };

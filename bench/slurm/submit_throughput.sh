@@ -28,14 +28,18 @@ configs=(none scaleguard lua)
 # The same accepted request for every configuration: 1 GPU for 2 hours, no --train-* intent.
 request=(-H --gpus=1 --time=120 -o /dev/null --wrap true)
 
-declare -A total_s cpu_ticks
+declare -A total_s cpu_ticks round_rate
+round_ratios=()
 ticks_per_s=$(getconf CLK_TCK)
 # utime + stime of a process, in clock ticks.
 cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 usec_dir=$(mktemp -d)
 trap 'scripts/dev-cluster/down >/dev/null 2>&1 || true; rm -rf "$usec_dir"' EXIT
 for ((round = 1; round <= rounds; round++)); do
-  for config in "${configs[@]}"; do
+  # Rotate the order each round: no configuration always runs first or last.
+  shift_by=$(( (round - 1) % ${#configs[@]} ))
+  order=("${configs[@]:shift_by}" "${configs[@]:0:shift_by}")
+  for config in "${order[@]}"; do
     SCALEGUARD_JOB_SUBMIT=$config scripts/dev-cluster/up >/dev/null
     source "$SCALEGUARD_DEV_DIR/env.sh"
     sbatch "${request[@]}" >/dev/null 2>&1   # warm-up: first RPC, plugin caches
@@ -49,6 +53,7 @@ for ((round = 1; round <= rounds; round++)); do
     held=$(squeue -h -t PD -o %A | wc -l)
     [ "$held" -eq $((jobs + 1)) ] || { echo "$config: $held of $((jobs + 1)) jobs queued" >&2; exit 1; }
     total_s[$config]=$(echo "${total_s[$config]:-0} + $end - $start" | bc -l)
+    round_rate[$config]=$(echo "$jobs / ($end - $start)" | bc -l)
     # Server-side time of each measured submission (job 1 was the warm-up).
     grep -o '_slurm_rpc_submit_batch_job: JobId=[0-9]* .*usec=[0-9]*' \
         "$SCALEGUARD_DEV_DIR/log/slurmctld.log" | sed 's/.*JobId=\([0-9]*\) .*usec=\([0-9]*\)/\1 \2/' |
@@ -56,6 +61,7 @@ for ((round = 1; round <= rounds; round++)); do
     printf 'round %d %-10s %4d jobs in %6.2f s, slurmctld CPU %5.2f s\n' "$round" "$config" "$jobs" \
       "$(echo "$end - $start" | bc -l)" "$(echo "($cpu1 - $cpu0) / $ticks_per_s" | bc -l)"
   done
+  round_ratios+=("$(echo "${round_rate[scaleguard]} / ${round_rate[none]}" | bc -l)")
 done
 
 rate() { echo "$jobs * $rounds / ${total_s[$1]}" | bc -l; }
@@ -70,6 +76,9 @@ printf '\nend to end (sbatch processes)     jobs/s\n'
 printf '%-32s %8.1f\n' "no job_submit plugin" "$none" "job_submit/scaleguard" "$sg" "job_submit/lua" "$lua"
 printf 'scaleguard / none = %.3f   lua / none = %.3f   scaleguard / lua = %.3f\n' \
   "$(echo "$sg / $none" | bc -l)" "$(echo "$lua / $none" | bc -l)" "$(echo "$sg / $lua" | bc -l)"
+printf 'scaleguard / none per round (the noise):'
+printf ' %.3f' "${round_ratios[@]}"
+echo
 
 printf '\nin slurmctld (submit RPC)        median us   mean us   jobs/s (1/mean)\n'
 for c in none scaleguard lua; do

@@ -159,7 +159,7 @@ int run(int argc, char** argv) {
   po::options_description desc(
       "scaleguard report [options]\n\n"
       "GPU-hours, cost and wasted GPU-hours by user, account, partition and day, from\n"
-      "Slurm accounting (sacct -a -X -D --parsable2) or a saved sacct file. Rules:\n"
+      "Slurm accounting (sacct -a -D --parsable2) or a saved sacct file. Rules:\n"
       "docs/report.md\n\noptions");
   std::string since, until, sacct_file, format = "text", output, policy_path, catalog_path;
   desc.add_options()
@@ -217,8 +217,9 @@ int run(int argc, char** argv) {
       if (options.until <= options.since)
         throw Failure{"--since " + rp::format_time(options.since) + " is not before the window end " +
                       rp::format_time(options.until)};
-      // -D: every run of a requeued job; -X: allocations only (steps would double count).
-      text = run_capture({"sacct", "-a", "-X", "-D", "--parsable2",
+      // -D: every run of a requeued job. No -X: the steps' exit codes show which interrupted
+      // runs saved a checkpoint first; their time is counted once, on the allocation line.
+      text = run_capture({"sacct", "-a", "-D", "--parsable2",
                           "--format=" + std::string(rp::kSacctFormat),
                           "--starttime=" + rp::format_time(options.since),
                           "--endtime=" + rp::format_time(options.until)});

@@ -16,13 +16,18 @@ constexpr std::int64_t kDay = 86400;
 // - A job that broke (FAILED, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE) wasted the whole run.
 // - An interrupted run (NODE_FAIL, TIMEOUT, PREEMPTED, REQUEUED) lost the work since its last
 //   checkpoint: with a known checkpoint interval I that is on average I/2 (at most the run);
-//   without checkpoints the next run starts from zero, so the whole run is lost.
+//   without checkpoints the next run starts from zero, so the whole run is lost. A run whose
+//   scaleguard-run step stopped at a signal after saving (exit 85) lost nothing.
 // - COMPLETED, RUNNING, CANCELLED (the user's choice) and anything else: nothing.
-std::int64_t wasted_seconds(const std::string& state, std::int64_t elapsed, std::int64_t ckpt_s) {
+std::int64_t wasted_seconds(const Run& run, std::int64_t ckpt_s) {
+  const std::string& state = run.state;
+  const std::int64_t elapsed = run.elapsed_s;
   if (state == "FAILED" || state == "OUT_OF_MEMORY" || state == "BOOT_FAIL" || state == "DEADLINE")
     return elapsed;
-  if (state == "NODE_FAIL" || state == "TIMEOUT" || state == "PREEMPTED" || state == "REQUEUED")
+  if (state == "NODE_FAIL" || state == "TIMEOUT" || state == "PREEMPTED" || state == "REQUEUED") {
+    if (run.checkpointed_stop) return 0;   // the runner saved at the signal, then stopped
     return ckpt_s > 0 ? std::min(elapsed, ckpt_s / 2) : elapsed;
+  }
   return 0;
 }
 
@@ -87,7 +92,7 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
     const PlanNote note = parse_plan_note(run.comment);
     const double gpu_h = run.gpus * run.elapsed_s * share / 3600.0;
     const double wasted_h =
-        run.gpus * wasted_seconds(run.state, run.elapsed_s, note.ckpt_interval_s) * share / 3600.0;
+        run.gpus * wasted_seconds(run, note.ckpt_interval_s) * share / 3600.0;
     const auto price_it = options.prices.find(run.partition);
     double usd = 0;
     bool spot = false;

@@ -226,8 +226,15 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     run.line = line_no;
     run.job_id = get(col_job);
     if (run.job_id.empty()) return fail(line_no, "JobID", "is empty");
-    // Steps (123.batch, 123.0, 123.extern) appear without -X; the allocation line covers them.
-    if (run.job_id.find('.') != std::string::npos) continue;
+    // Steps (123.batch, 123.0, 123.extern) appear without -X, after their run's allocation
+    // line, which covers their GPU time. A step that exited with the runner's "stopped after
+    // a checkpoint" code tells that the run's work was saved before it ended.
+    if (const auto dot = run.job_id.find('.'); dot != std::string::npos) {
+      if (!runs.empty() && runs.back().job_id == run.job_id.substr(0, dot) &&
+          get(col_exit) == std::to_string(kExitStoppedAfterCheckpoint) + ":0")
+        runs.back().checkpointed_stop = true;
+      continue;
+    }
     run.name = get(col_name);
     run.user = get(col_user);
     run.account = get(col_account);

@@ -67,7 +67,6 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
   assert_line --index 1 --partial "83.25 GPU-hours"
   run cat "$BATS_TEST_TMPDIR/sacct.args"
   assert_output "-a
--X
 -D
 --parsable2
 --format=JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,Comment
@@ -129,4 +128,31 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
   run report --sacct-file "$fixture" --policy "$BATS_TEST_TMPDIR/none.ini"
   assert_failure 1
   assert_output --partial "policy:"
+}
+
+# Real 22.05 `sacct -D` shape (no -X): each run's allocation line, then its steps. Job 23 is
+# train.sbatch stopped by USR1: its step exited 85 (checkpoint written), the job requeued
+# itself and finished; job 24 was requeued with no such step. 16 GPUs, 36 s per run each.
+@test "an interrupted run whose step exited 85 (checkpoint written) wastes nothing; steps add no GPU time" {
+  cat > "$BATS_TEST_TMPDIR/steps.txt" <<'SACCT'
+JobID|JobName|User|Account|Partition|State|Start|End|ElapsedRaw|AllocTRES|ReqTRES|NNodes|ExitCode|NodeList|Comment
+23|demo-gpt|root|ml|gpu-od|REQUEUED|2026-12-02T22:11:50|2026-12-02T22:12:26|36|billing=2,cpu=2,gres/gpu=16,node=2|billing=2,cpu=2,gres/gpu=16,node=2|2|0:0|gpu-st-p4d-[1-2]|scaleguard: rewrite: zero gpus=16 nodes=2 ckpt=23115s
+23.batch|batch|||||2026-12-02T22:11:50|2026-12-02T22:12:26|36|cpu=1,gres/gpu=8,node=1||1|0:0|gpu-st-p4d-1|
+23.0|scaleguard-run|||||2026-12-02T22:11:51|2026-12-02T22:12:25|34|cpu=2,gres/gpu=16,node=2||2|85:0|gpu-st-p4d-[1-2]|
+23|demo-gpt|root|ml|gpu-od|COMPLETED|2026-12-02T22:12:27|2026-12-02T22:13:03|36|billing=2,cpu=2,gres/gpu=16,node=2|billing=2,cpu=2,gres/gpu=16,node=2|2|0:0|gpu-st-p4d-[1-2]|scaleguard: rewrite: zero gpus=16 nodes=2 ckpt=23115s
+23.batch|batch|||||2026-12-02T22:12:27|2026-12-02T22:13:03|36|cpu=1,gres/gpu=8,node=1||1|0:0|gpu-st-p4d-1|
+23.0|scaleguard-run|||||2026-12-02T22:12:28|2026-12-02T22:13:02|34|cpu=2,gres/gpu=16,node=2||2|0:0|gpu-st-p4d-[1-2]|
+24|other|root|ml|gpu-od|REQUEUED|2026-12-02T22:11:50|2026-12-02T22:12:26|36|billing=2,cpu=2,gres/gpu=16,node=2|billing=2,cpu=2,gres/gpu=16,node=2|2|0:0|gpu-st-p4d-[1-2]|
+24.batch|batch|||||2026-12-02T22:11:50|2026-12-02T22:12:26|36|cpu=1,gres/gpu=8,node=1||1|0:15|gpu-st-p4d-1|
+24.0|scaleguard-run|||||2026-12-02T22:11:51|2026-12-02T22:12:25|34|cpu=2,gres/gpu=16,node=2||2|0:15|gpu-st-p4d-[1-2]|
+24|other|root|ml|gpu-od|COMPLETED|2026-12-02T22:12:27|2026-12-02T22:13:03|36|billing=2,cpu=2,gres/gpu=16,node=2|billing=2,cpu=2,gres/gpu=16,node=2|2|0:0|gpu-st-p4d-[1-2]|
+SACCT
+  run report --sacct-file "$BATS_TEST_TMPDIR/steps.txt" --json
+  assert_success
+  # GPU time from the four allocation lines only: 4 x 16 GPUs x 36 s = 0.64 GPU-hours.
+  run jq -r '.total.runs, .total.gpu_hours, (.jobs[] | "\(.job_id) \(.runs) \(.wasted_gpu_hours)")' <<<"$output"
+  assert_output "4
+0.64
+23 2 0
+24 2 0.16"
 }

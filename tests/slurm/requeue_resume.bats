@@ -20,6 +20,7 @@ setup_file() {
   [[ $("$RQ_BIN" train --help) == *--ckpt-dir* ]] || skip "scaleguard-run has no --ckpt-dir yet"
   export RQ_TMP=$(user_dir)
   cd "$RQ_TMP"
+  export RQ_SINCE=$(date +%Y-%m-%dT%H:%M:%S)
   "$RQ_BIN" prep --input /usr/share/games/fortunes/fortunes --output tokens.bin
   # train.sbatch takes a config file: an empty one, the options come on its command line.
   : > empty.ini
@@ -38,6 +39,11 @@ setup() {
   cd "$RQ_TMP"
 }
 
+# True when slurmctld stores jobs in slurmdbd (scripts/dev-cluster/accounting).
+accounting_on() {
+  [[ $(scontrol show config) =~ AccountingStorageType\ +=\ accounting_storage/slurmdbd ]]
+}
+
 final_checksum() {  # final_checksum METRICS.jsonl
   grep '"final":true' "$1" | tail -n 1 | jq -r .params_checksum
 }
@@ -54,6 +60,7 @@ final_checksum() {  # final_checksum METRICS.jsonl
   assert_success
   job_id=$(parsed_job_id)
   [ -n "$job_id" ] || fail "no job id: $output"
+  echo "$job_id" > job.id
 
   # Signal once training runs (rank 0 has logged a step): the ranks' handlers are installed.
   for ((i = 0; i < 1500; i++)); do
@@ -89,4 +96,25 @@ final_checksum() {  # final_checksum METRICS.jsonl
 
   run final_checksum job.jsonl
   assert_output "$ref"
+}
+
+@test "the report counts the run stopped after its checkpoint as interrupted, not wasted" {
+  accounting_on || skip "the dev cluster has no accounting (slurmdbd)"
+  [ -s job.id ] || skip "the requeue test did not submit a job"
+  local id i states
+  id=$(cat job.id)
+  # Records reach slurmdbd asynchronously: wait for both runs.
+  for ((i = 0; i < 300; i++)); do
+    states=$(sacct -n -X -D -P -j "$id" -o State | paste -sd,)
+    [ "$states" = REQUEUED,COMPLETED ] && break
+    sleep 0.2
+  done
+  assert_equal "$states" REQUEUED,COMPLETED
+  # The first run's training step exited 85 (checkpoint written): sacct has it.
+  run sacct -n -D -P -j "$id" -o JobID,ExitCode
+  assert_line "$id.0|85:0"
+  run scaleguard report --since "$RQ_SINCE" --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)" --json
+  assert_success
+  run jq -r --arg id "$id" '.jobs[] | select(.job_id == $id) | "\(.runs) \(.gpus) \(.wasted_gpu_hours) \(.gpu_hours > 0)"' <<<"$output"
+  assert_output "2 2 0 true"
 }

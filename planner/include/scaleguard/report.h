@@ -23,6 +23,10 @@ namespace scaleguard::report {
 // because it is free text: a '|' inside it is joined back instead of breaking the line.
 extern const char* const kSacctFormat;  // "JobID,JobName,...,Comment"
 
+// scaleguard-run's exit code for "stopped by SIGUSR1/SIGTERM after writing a checkpoint"
+// (runner/src/exit_codes.h); scripts/sbatch/train.sbatch requeues the job on it.
+constexpr int kExitStoppedAfterCheckpoint = 85;
+
 // "YYYY-MM-DDTHH:MM:SS" (also "YYYY-MM-DD", "YYYY-MM-DDTHH:MM") -> civil seconds.
 Result<std::int64_t> parse_time(const std::string& text);
 std::string format_time(std::int64_t civil_seconds);   // "YYYY-MM-DDTHH:MM:SS"
@@ -43,10 +47,14 @@ struct Run {
   std::string exit_code;        // "0:0", "1:0", "0:15"
   std::string node_list;
   std::string comment;
+  // A step of this run exited with kExitStoppedAfterCheckpoint: the run's work is in a
+  // checkpoint (seen only in sacct output with steps, i.e. without -X).
+  bool checkpointed_stop = false;
 };
 
 // Parses `sacct --parsable2` text with its header line (columns are found by name, so any
-// order works). Step records ("123.batch") are skipped. Errors name the source and line.
+// order works). Step records ("123.batch", "123.0") are not runs: they only set
+// checkpointed_stop on the run they follow. Errors name the source and line.
 Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source);
 
 // What job_submit/scaleguard wrote into the job comment: decide()'s one-line summary,

@@ -169,6 +169,9 @@ for ((i = 0; i < 300; i++)); do
   [ "$(sacct -n -X -P -j "$job" -o State 2>/dev/null | tail -n 1)" = COMPLETED ] && break
   sleep 0.2
 done
+say "Waste: failed runs whole, interrupted runs back to their last checkpoint. The preempted run"
+say "saved at the signal (its step exited 85, which sacct records), so none of it is waste."
+say
 report=("$build/planner/scaleguard" report --since "$start_time" --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)")
 "${report[@]}"
 "${report[@]}" --format html --output "$out/report.html"

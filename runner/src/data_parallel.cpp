@@ -19,7 +19,8 @@ double now_s() {
 
 }  // namespace
 
-FlatLayout::FlatLayout(torch::nn::Module& model, int64_t bucket_bytes) {
+FlatLayout::FlatLayout(LanguageModel& model, int64_t bucket_bytes, Communicator* shard_group)
+    : shard_group_(shard_group) {
   auto named = model.named_parameters();
   if (named.is_empty()) throw RunError("model has no parameters");
   at::TensorOptions opts = named[0].value().options();
@@ -39,12 +40,20 @@ FlatLayout::FlatLayout(torch::nn::Module& model, int64_t bucket_bytes) {
     bytes += size;
   }
 
+  const int64_t shards = shard_group_ ? shard_group_->size() : 1;
+  const int64_t shard_index = shard_group_ ? shard_group_->rank() : 0;
   torch::NoGradGuard no_grad;
   std::vector<FlatParam> unsorted;
   for (size_t b = 0; b < groups.size(); ++b) {
     int64_t n = 0;
     for (size_t i : groups[b]) n += named[i].value().numel();
-    Bucket bucket{at::empty({n}, opts), at::zeros({n}, opts)};
+    int64_t padded = (n + shards - 1) / shards * shards;  // equal shards; the padding stays 0
+    Bucket bucket;
+    bucket.params = at::zeros({padded}, opts);
+    bucket.grads = at::zeros({padded}, opts);
+    bucket.shard_numel = padded / shards;
+    bucket.shard_offset = shard_index * bucket.shard_numel;
+    bucket.grad_shard = shards == 1 ? bucket.grads : at::zeros({bucket.shard_numel}, opts);
     int64_t off = 0;
     for (size_t i : groups[b]) {
       at::Tensor p = named[i].value();
@@ -53,7 +62,10 @@ FlatLayout::FlatLayout(torch::nn::Module& model, int64_t bucket_bytes) {
       pview.copy_(p);
       p.set_data(pview);  // the parameter now lives in the bucket
       p.mutable_grad() = bucket.grads.narrow(0, off, k).view(p.sizes());
-      unsorted.push_back({named[i].key(), p, b, off, k, p.dim() >= 2});
+      const std::string& name = named[i].key();
+      Slice slice = model.slice_of(name);
+      unsorted.push_back({name, p, b, off, k, p.dim() >= 2, global_shape(p.sizes(), slice), slice,
+                          model.counts_in_norm(name)});
       off += k;
     }
     buckets_.push_back(std::move(bucket));
@@ -61,7 +73,14 @@ FlatLayout::FlatLayout(torch::nn::Module& model, int64_t bucket_bytes) {
   std::sort(unsorted.begin(), unsorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   params_ = std::move(unsorted);
   members_.resize(buckets_.size());
-  for (size_t i = 0; i < params_.size(); ++i) members_[params_[i].bucket].push_back(i);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const FlatParam& p = params_[i];
+    members_[p.bucket].push_back(i);
+    const Bucket& bucket = buckets_[p.bucket];
+    int64_t lo = std::max(p.offset, bucket.shard_offset);
+    int64_t hi = std::min(p.offset + p.numel, bucket.shard_offset + bucket.shard_numel);
+    if (lo < hi) pieces_.push_back({i, lo - p.offset, lo - bucket.shard_offset, hi - lo});
+  }
 }
 
 void FlatLayout::zero_grad() {
@@ -83,6 +102,8 @@ struct DataParallel::ReadyHook : torch::autograd::FunctionPostHook {
 DataParallel::DataParallel(FlatLayout& layout, Communicator& group, bool overlap)
     : layout_(layout), group_(group), overlap_(overlap), pending_(layout.buckets().size()),
       work_(layout.buckets().size()) {
+  if (layout_.shard_group() && layout_.shard_group()->size() != group_.size())
+    throw RunError("ZeRO: the layout is sharded over another group than the data-parallel one");
   const auto& params = layout_.params();
   bucket_of_.resize(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -122,7 +143,9 @@ void DataParallel::launch_ready_prefix() {
 }
 
 void DataParallel::launch(size_t b) {
-  work_[b] = group_.all_reduce(layout_.buckets()[b].grads, ReduceOp::kSum);
+  const Bucket& bucket = layout_.buckets()[b];
+  work_[b] = layout_.shard_group() ? group_.reduce_scatter(bucket.grads, bucket.grad_shard, ReduceOp::kSum)
+                                   : group_.all_reduce(bucket.grads, ReduceOp::kSum);
 }
 
 void DataParallel::finish() {

@@ -1,6 +1,12 @@
 // Models built from named layers. Parameter names are stable and hierarchical
-// ("wte.weight", "blocks.0.attn.qkv.weight", ...): checkpoints and future tensor/pipeline
-// layouts key on them, so renaming a layer is a format change.
+// ("wte.weight", "blocks.0.attn.qkv.weight", ...): checkpoints and tensor/pipeline layouts
+// key on them, so renaming a layer is a format change.
+//
+// A model may be a part of the whole: a range of GPT blocks (pipeline stage) and a slice of
+// each block's matrices (tensor parallel). Names stay global ("blocks.3.mlp.fc.weight" on
+// whichever stage holds block 3) and every value equals the corresponding value of the full
+// single-process model for the same seed: each parameter is initialised from its own
+// generator seeded by (seed, name), then sliced.
 #pragma once
 #include <torch/nn/module.h>
 
@@ -9,23 +15,52 @@
 #include <utility>
 #include <vector>
 
+#include "comm.h"
 #include "config.h"
+#include "tensor_parallel.h"
 
 namespace scaleguard::run {
 
+// Which part of the GPT this rank builds.
+struct ModelPart {
+  int64_t first_block = 0, end_block = -1;  // GPT blocks [first, end) on this rank; -1 = n_layer
+  bool has_embedding = true;  // first pipeline stage: wte, wpe; forward takes idx (B,T) int64
+  bool has_head = true;       // last stage: ln_f + head; forward returns logits (B,T,V)
+  Communicator* tp_group = nullptr;  // tensor-parallel peers; nullptr = no tensor parallel
+};
+
 class LanguageModel : public torch::nn::Module {
  public:
-  // idx (B, T) int64 -> logits: (B, T, V) for a model that predicts every position,
-  // (B, V) for one that predicts the token after the window.
-  virtual at::Tensor forward(const at::Tensor& idx) = 0;
-  // Mean cross-entropy. targets: (B, T) or (B) matching forward().
-  at::Tensor loss(const at::Tensor& idx, const at::Tensor& targets);
+  // Full model: idx (B, T) int64 -> logits, (B, T, V) for a model that predicts every
+  // position, (B, V) for one that predicts the token after the window.
+  // A GPT part takes idx on the first stage, activations (B, T, C) float otherwise, and
+  // returns logits on the last stage, activations (B, T, C) otherwise.
+  virtual at::Tensor forward(const at::Tensor& input) = 0;
+  // Mean cross-entropy of forward(input). targets: (B, T) or (B). Only on a part with the head.
+  at::Tensor loss(const at::Tensor& input, const at::Tensor& targets);
   // True: targets are the inputs shifted by one (GPT); false: the next token only (MLP).
   virtual bool predicts_every_position() const = 0;
+  // This part ends in ln_f + head (the last pipeline stage) and returns logits.
+  virtual bool has_head() const { return true; }
+
+  // The last pipeline stage of a tied-head GPT holds its own copy of "wte.weight"; its
+  // gradient must be summed with the first stage's (and it is not counted twice in the
+  // global gradient norm).
+  virtual bool holds_tied_copy() const { return false; }
+  // Which piece of the global parameter `name` this rank holds (whole when not sliced).
+  virtual Slice slice_of(const std::string& /*name*/) const { return {}; }
+  // Whether this rank counts `name` in the global gradient norm summed over the tensor- and
+  // pipeline-parallel groups: every gradient exactly once (replicated ones on tp rank 0,
+  // the tied copy on the first stage only).
+  virtual bool counts_in_norm(const std::string& /*name*/) const { return true; }
+  // Seconds spent in tensor-parallel collectives since the last call.
+  virtual double take_comm_seconds() { return 0; }
 };
 
 // Deterministic: the same config and seed give bit-identical parameters on every rank.
-std::shared_ptr<LanguageModel> make_model(const Config& cfg);
+// Throws RunError for a part the model cannot be split into (MLP with pp/tp, tp not
+// dividing n_head, a bad block range).
+std::shared_ptr<LanguageModel> make_model(const Config& cfg, const ModelPart& part = {});
 
 // Parameters sorted by full name: the order checksums, dumps and checkpoints use.
 std::vector<std::pair<std::string, at::Tensor>> sorted_parameters(const torch::nn::Module& m);

@@ -2,9 +2,23 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <cmath>
+#include <memory>
 
 namespace scaleguard::run {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The elements of `shard_tensor` (a bucket shard) that belong to piece `pc`.
+at::Tensor piece_of(const at::Tensor& shard_tensor, const ShardPiece& pc) {
+  return shard_tensor.narrow(0, pc.shard_offset, pc.numel);
+}
+
+}  // namespace
 
 double lr_at(const Config& cfg, int64_t step) {
   if (step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / static_cast<double>(cfg.warmup);
@@ -14,18 +28,28 @@ double lr_at(const Config& cfg, int64_t step) {
   return min_lr + 0.5 * (cfg.lr - min_lr) * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
 }
 
-double clip_grad_norm(FlatLayout& layout, double max_norm) {
-  // Per parameter, not per bucket: the norm (and so the clipped gradients) must not
-  // depend on how parameters are grouped into buckets.
+double clip_grad_norm(FlatLayout& layout, double max_norm, const std::vector<Communicator*>& sum_over) {
+  // Per parameter (piece), not per bucket: the norm (and so the clipped gradients) must
+  // not depend on how parameters are grouped into buckets.
   double sq = 0;
-  for (const auto& p : layout.params()) {
-    double n = p.param.grad().norm().item<double>();
+  for (const ShardPiece& pc : layout.shard_pieces()) {
+    const FlatParam& p = layout.params()[pc.param];
+    if (!p.in_norm) continue;
+    double n = piece_of(layout.buckets()[p.bucket].grad_shard, pc).norm().item<double>();
     sq += n * n;
+  }
+  std::vector<Communicator*> groups = sum_over;
+  if (layout.shard_group()) groups.push_back(layout.shard_group());
+  for (Communicator* g : groups) {
+    if (!g || g->size() == 1) continue;
+    at::Tensor t = at::full({1}, sq, at::kDouble);
+    g->all_reduce(t, ReduceOp::kSum)->wait();
+    sq = t.item<double>();
   }
   double norm = std::sqrt(sq);
   if (max_norm > 0 && norm > max_norm) {
     double scale = max_norm / (norm + 1e-6);
-    for (const auto& b : layout.buckets()) b.grads.mul_(scale);
+    for (const auto& b : layout.buckets()) b.grad_shard.mul_(scale);
   }
   return norm;
 }
@@ -33,9 +57,9 @@ double clip_grad_norm(FlatLayout& layout, double max_norm) {
 AdamW::AdamW(FlatLayout& layout, const Config& cfg)
     : layout_(layout), beta1_(cfg.beta1), beta2_(cfg.beta2), eps_(cfg.eps), weight_decay_(cfg.weight_decay) {
   for (const auto& b : layout_.buckets()) {
-    exp_avg_.push_back(at::zeros_like(b.params));
-    exp_avg_sq_.push_back(at::zeros_like(b.params));
-    scratch_.push_back(at::empty_like(b.params));
+    exp_avg_.push_back(at::zeros_like(b.grad_shard));
+    exp_avg_sq_.push_back(at::zeros_like(b.grad_shard));
+    scratch_.push_back(at::empty_like(b.grad_shard));
   }
 }
 
@@ -44,28 +68,59 @@ void AdamW::step(double lr) {
   at::NoGradGuard no_grad;
   double bc1 = 1.0 - std::pow(beta1_, static_cast<double>(step_));
   double bc2 = 1.0 - std::pow(beta2_, static_cast<double>(step_));
-  if (weight_decay_ > 0)
-    for (const auto& p : layout_.params())
-      if (p.decay) p.param.mul_(1.0 - lr * weight_decay_);  // decoupled decay, before the update
   const auto& buckets = layout_.buckets();
+  if (weight_decay_ > 0)
+    for (const ShardPiece& pc : layout_.shard_pieces()) {
+      const FlatParam& p = layout_.params()[pc.param];
+      if (p.decay) piece_of(buckets[p.bucket].param_shard(), pc).mul_(1.0 - lr * weight_decay_);  // decoupled, first
+    }
   for (size_t b = 0; b < buckets.size(); ++b) {
-    const at::Tensor& g = buckets[b].grads;
+    const at::Tensor& g = buckets[b].grad_shard;
+    at::Tensor p = buckets[b].param_shard();
     exp_avg_[b].mul_(beta1_).add_(g, 1.0 - beta1_);                 // m = b1 m + (1-b1) g
     exp_avg_sq_[b].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);        // v = b2 v + (1-b2) g^2
     at::sqrt_out(scratch_[b], exp_avg_sq_[b]);
     scratch_[b].div_(std::sqrt(bc2)).add_(eps_);                     // sqrt(v / bc2) + eps
-    buckets[b].params.addcdiv_(exp_avg_[b], scratch_[b], -lr / bc1);  // p -= lr m / bc1 / denom
+    p.addcdiv_(exp_avg_[b], scratch_[b], -lr / bc1);                 // p -= lr m / bc1 / denom
   }
+  Communicator* group = layout_.shard_group();
+  if (!group || group->size() == 1) return;
+  // ZeRO-1: every rank updated its shard; gather the whole buckets. The send buffer may not
+  // alias the receive buffer, so the shard goes through the (now free) scratch.
+  double t0 = now_s();
+  std::vector<std::unique_ptr<Work>> work;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    scratch_[b].copy_(buckets[b].param_shard());
+    work.push_back(group->all_gather(scratch_[b], buckets[b].params));
+  }
+  for (auto& w : work) w->wait();
+  comm_s_ += now_s() - t0;
 }
 
 std::vector<OptimTensor> AdamW::named_state() const {
   std::vector<OptimTensor> out;
-  for (const auto& p : layout_.params()) {
-    auto shape = p.param.sizes();
-    out.push_back({p.name, "exp_avg", exp_avg_[p.bucket].narrow(0, p.offset, p.numel).view(shape)});
-    out.push_back({p.name, "exp_avg_sq", exp_avg_sq_[p.bucket].narrow(0, p.offset, p.numel).view(shape)});
+  const bool sharded = layout_.shard_group() != nullptr;
+  for (const ShardPiece& pc : layout_.shard_pieces()) {
+    const FlatParam& p = layout_.params()[pc.param];
+    at::Tensor m = piece_of(exp_avg_[p.bucket], pc), v = piece_of(exp_avg_sq_[p.bucket], pc);
+    if (!sharded) m = m.view(p.param.sizes()), v = v.view(p.param.sizes());
+    out.push_back({p.name, "exp_avg", m, pc.param_offset});
+    out.push_back({p.name, "exp_avg_sq", v, pc.param_offset});
   }
   return out;
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t n = 0;
+  for (size_t b = 0; b < exp_avg_.size(); ++b)
+    n += (exp_avg_[b].numel() + exp_avg_sq_[b].numel()) * static_cast<int64_t>(exp_avg_[b].element_size());
+  return n;
+}
+
+double AdamW::take_comm_seconds() {
+  double s = comm_s_;
+  comm_s_ = 0;
+  return s;
 }
 
 }  // namespace scaleguard::run

@@ -1,10 +1,12 @@
-// AdamW on flat buckets, the learning-rate schedule and global-norm clipping.
+// AdamW on flat buckets (or, under ZeRO-1, on this rank's shard of each bucket), the
+// learning-rate schedule and global-norm clipping.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 #include <string>
 #include <vector>
 
+#include "comm.h"
 #include "config.h"
 #include "data_parallel.h"
 
@@ -15,32 +17,44 @@ namespace scaleguard::run {
 double lr_at(const Config& cfg, int64_t step);
 
 // Scales the gradients so their global L2 norm is at most max_norm (when > 0); returns
-// the norm before clipping. Data parallel: every rank holds the full, summed gradients.
-double clip_grad_norm(FlatLayout& layout, double max_norm);
+// the norm before clipping. Sums each parameter's squared norm where FlatParam::in_norm
+// (every gradient once), over this rank's shards, then over the layout's shard group and
+// the groups in `sum_over` (tensor- and pipeline-parallel). Data parallel without ZeRO:
+// every rank holds the full, summed gradients.
+double clip_grad_norm(FlatLayout& layout, double max_norm, const std::vector<Communicator*>& sum_over = {});
 
 struct OptimTensor {
-  std::string param;  // parameter name
-  std::string kind;   // "exp_avg" | "exp_avg_sq"
-  at::Tensor tensor;  // view into the flat state
+  std::string param;   // parameter name
+  std::string kind;    // "exp_avg" | "exp_avg_sq"
+  at::Tensor tensor;   // view into the flat state: shaped like the (local) parameter, or
+                       // under ZeRO-1 the 1-D part of it in this rank's shard
+  int64_t offset = 0;  // element offset of `tensor` in the flattened local parameter
 };
 
 // PyTorch's AdamW (decoupled weight decay, bias correction), with decay on matrices and
-// embeddings only (nanoGPT). State lives in flat buffers shaped like the buckets.
+// embeddings only (nanoGPT). State lives in flat buffers shaped like the buckets' shards
+// (whole buckets without ZeRO). With a sharded layout, step() updates the shard from the
+// reduce-scattered gradients and all-gathers the parameters over the shard group.
 class AdamW {
  public:
   AdamW(FlatLayout& layout, const Config& cfg);
   void step(double lr);
   int64_t steps_taken() const { return step_; }  // the per-parameter "step" of every tensor
   void set_steps_taken(int64_t s) { step_ = s; }
-  // exp_avg and exp_avg_sq of every parameter, in parameter-name order: what a
-  // checkpoint saves and loads (in place).
+  // exp_avg and exp_avg_sq of every parameter (piece) this rank holds, in parameter-name
+  // order: what a checkpoint saves and loads (in place).
   std::vector<OptimTensor> named_state() const;
+  // Bytes of optimizer state on this rank (exp_avg + exp_avg_sq): 1/dp of the whole under ZeRO-1.
+  int64_t state_bytes() const;
+  // Seconds spent in the parameter all-gather since the last call (ZeRO-1).
+  double take_comm_seconds();
 
  private:
   FlatLayout& layout_;
   double beta1_, beta2_, eps_, weight_decay_;
   int64_t step_ = 0;
-  std::vector<at::Tensor> exp_avg_, exp_avg_sq_, scratch_;  // per bucket
+  std::vector<at::Tensor> exp_avg_, exp_avg_sq_, scratch_;  // per bucket shard
+  double comm_s_ = 0;
 };
 
 }  // namespace scaleguard::run

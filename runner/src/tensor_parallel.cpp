@@ -1,0 +1,127 @@
+#include "tensor_parallel.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "config.h"
+
+namespace scaleguard::run {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The group travels to backward through saved_data, which holds IValues only: store the
+// pointer as an integer (the model owns the group and outlives every graph it builds).
+int64_t as_int(TpGroup* g) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(g)); }
+TpGroup* as_group(AutogradContext* ctx) {
+  return reinterpret_cast<TpGroup*>(static_cast<intptr_t>(ctx->saved_data["group"].toInt()));
+}
+
+at::Tensor summed(TpGroup* group, const at::Tensor& t) {
+  at::Tensor out = t.contiguous().clone();
+  group->all_reduce(out);
+  return out;
+}
+
+struct CopyToParallel : torch::autograd::Function<CopyToParallel> {  // f
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, TpGroup* group) {
+    ctx->saved_data["group"] = as_int(group);
+    return x.view_as(x);  // a new tensor for the graph, same storage
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {summed(as_group(ctx), grads[0]), at::Tensor()};
+  }
+};
+
+struct ReduceFromParallel : torch::autograd::Function<ReduceFromParallel> {  // g
+  static at::Tensor forward(AutogradContext* /*ctx*/, const at::Tensor& x, TpGroup* group) {
+    return summed(group, x);
+  }
+  static variable_list backward(AutogradContext* /*ctx*/, variable_list grads) { return {grads[0], at::Tensor()}; }
+};
+
+}  // namespace
+
+at::Tensor take_slice(const at::Tensor& global, const Slice& s) {
+  if (s.whole()) return global;
+  std::vector<at::Tensor> pieces;
+  for (const at::Tensor& group : global.chunk(s.interleave, s.dim))
+    pieces.push_back(group.chunk(s.parts, s.dim)[static_cast<size_t>(s.index)]);
+  return at::cat(pieces, s.dim).contiguous();
+}
+
+at::Tensor gather_slices(const at::Tensor& local, const Slice& s, Communicator& group) {
+  if (s.whole()) return local;
+  if (group.size() != s.parts) throw RunError("gather_slices: the group does not hold every piece");
+  at::Tensor mine = local.contiguous();
+  at::Tensor all = at::empty({s.parts * mine.numel()}, mine.options());
+  group.all_gather(mine.view({-1}), all)->wait();
+  std::vector<std::vector<at::Tensor>> by_group(static_cast<size_t>(s.interleave));  // [group][rank]
+  for (const at::Tensor& piece : all.chunk(s.parts))
+    for (int64_t g = 0; g < s.interleave; ++g)
+      by_group[static_cast<size_t>(g)].push_back(piece.view(mine.sizes()).chunk(s.interleave, s.dim)[static_cast<size_t>(g)]);
+  std::vector<at::Tensor> groups;
+  for (const auto& pieces : by_group) groups.push_back(at::cat(pieces, s.dim));
+  return at::cat(groups, s.dim);
+}
+
+std::vector<int64_t> global_shape(at::IntArrayRef local, const Slice& s) {
+  std::vector<int64_t> shape(local.begin(), local.end());
+  if (!s.whole()) shape[static_cast<size_t>(s.dim)] *= s.parts;
+  return shape;
+}
+
+at::Tensor TpGroup::f(const at::Tensor& x) { return size() == 1 ? x : CopyToParallel::apply(x, this); }
+
+at::Tensor TpGroup::g(const at::Tensor& x) { return size() == 1 ? x : ReduceFromParallel::apply(x, this); }
+
+void TpGroup::all_reduce(const at::Tensor& t) {
+  double t0 = now_s();
+  comm_->all_reduce(t, ReduceOp::kSum)->wait();
+  comm_s_ += now_s() - t0;
+}
+
+double TpGroup::take_comm_seconds() {
+  double s = comm_s_;
+  comm_s_ = 0;
+  return s;
+}
+
+ParallelLinear::ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* group, int64_t interleave)
+    : split_(split), group_(group), interleave_(interleave) {
+  const int64_t n = group->size();
+  if ((split == Split::kColumn && out % (n * interleave) != 0) || (split == Split::kRow && in % n != 0))
+    throw RunError("tensor parallel: a " + std::to_string(in) + " -> " + std::to_string(out) +
+                   " layer cannot be split over tp=" + std::to_string(n) + " ranks");
+  int64_t local_in = split == Split::kRow ? in / n : in;
+  int64_t local_out = split == Split::kColumn ? out / n : out;
+  weight_ = register_parameter("weight", at::empty({local_out, local_in}));
+  bias_ = register_parameter("bias", at::zeros({local_out}));
+}
+
+at::Tensor ParallelLinear::forward(const at::Tensor& x) {
+  if (group_->size() == 1 || split_ == Split::kNone) return at::linear(x, weight_, bias_);
+  if (split_ == Split::kColumn) return at::linear(group_->f(x), weight_, bias_);
+  return group_->g(at::linear(x, weight_)) + bias_;  // the bias once, after the sum
+}
+
+Slice ParallelLinear::weight_slice() const {
+  if (group_->size() == 1 || split_ == Split::kNone) return {};
+  if (split_ == Split::kColumn) return {0, group_->size(), group_->rank(), interleave_};
+  return {1, group_->size(), group_->rank(), 1};
+}
+
+Slice ParallelLinear::bias_slice() const {
+  if (group_->size() == 1 || split_ != Split::kColumn) return {};
+  return {0, group_->size(), group_->rank(), interleave_};
+}
+
+}  // namespace scaleguard::run

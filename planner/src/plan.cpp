@@ -121,8 +121,12 @@ static double peak_tflops(const GpuType& g, Precision p) {
   return g.tflops_fp16;
 }
 
+double attention_flops_per_token(const ModelSpec& m) { return 12.0 * m.seq * m.hidden * m.layers; }
+
+double model_flops_per_token(const ModelSpec& m) { return 6 * m.params + attention_flops_per_token(m); }
+
 double tokens_for_single_gpu_hours(const ModelSpec& m, const GpuType& g, double hours) {
-  return hours * 3600 * peak_tflops(g, m.precision) * 1e12 * g.efficiency / (6 * m.params);
+  return hours * 3600 * peak_tflops(g, m.precision) * 1e12 * g.efficiency / model_flops_per_token(m);
 }
 
 Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, const Assumptions& a) {
@@ -200,11 +204,13 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   const double peak = peak_tflops(hw.gpu, m.precision);
   const double rate = peak * 1e12 * hw.gpu.efficiency;  // FLOP/s per GPU
   const double tokens_step = double(p.global_batch) * m.seq;
-  const double model_flops = 6 * m.params * tokens_step;
+  const double model_flops = model_flops_per_token(m) * tokens_step;
+  // Recompute repeats forward work: full = the whole forward (2P + the attention core's
+  // 4*s*h per layer); selective = the attention core only.
+  const double attention_forward = attention_flops_per_token(m) / 3 * tokens_step;
   double flops = model_flops;
-  if (l.recompute == Recompute::full) flops += 2 * m.params * tokens_step;
-  // Selective recompute redoes the attention core: 4*s*h FLOPs per token per layer.
-  if (l.recompute == Recompute::selective) flops += 4.0 * m.seq * m.hidden * m.layers * tokens_step;
+  if (l.recompute == Recompute::full) flops += 2 * m.params * tokens_step + attention_forward;
+  if (l.recompute == Recompute::selective) flops += attention_forward;
   p.compute_seconds = flops / p.gpus / rate;
 
   const double util = hw.assume.bandwidth_utilization;

@@ -20,6 +20,9 @@ ModelSpec tiny() {
   return m;
 }
 
+// Training FLOPs per token of tiny(): 6P + 12*s*h*L (attention scores and values).
+constexpr double kFlopsPerToken = 6 * 27265024.0 + 12.0 * 1024 * 1024 * 2;
+
 // Round numbers: 100 TFLOP/s bf16 at 50% = 5e13 FLOP/s; NVLink 400 GB/s both ways = 200
 // one way, at 100% utilisation; 8 GPUs per node; $8/h per node on demand, $2 spot.
 Hardware toy() {
@@ -128,8 +131,9 @@ TEST(StepTime, SingleGpuIsFlopsOverPeakTimesEfficiency) {
   Layout l;
   l.micro_batch = 8;
   Plan p = evaluate(w, toy(), l);
-  // 6 * P * 8192 / 5e13
-  const double compute = 6 * 27265024.0 * 8192 / 5e13;
+  // (6P + 12*s*h*L attention) FLOPs per token x 8192 tokens / 5e13
+  const double compute = kFlopsPerToken * 8192 / 5e13;
+  EXPECT_DOUBLE_EQ(model_flops_per_token(tiny()), kFlopsPerToken);
   EXPECT_NEAR(p.compute_seconds, compute, 1e-12);
   EXPECT_NEAR(p.step_seconds, compute, 1e-12);
   EXPECT_DOUBLE_EQ(p.steps, 100);
@@ -138,7 +142,7 @@ TEST(StepTime, SingleGpuIsFlopsOverPeakTimesEfficiency) {
   EXPECT_NEAR(p.mfu, 0.5, 1e-12);
   EXPECT_DOUBLE_EQ(p.comm_ratio, 0);
   EXPECT_TRUE(p.fits);
-  // Full recompute runs the forward twice: 8*P*tokens of work, same model FLOPs.
+  // Full recompute runs the forward twice: (8P + 16shL)/(6P + 12shL) = 4/3 the work, same model FLOPs.
   l.recompute = Recompute::full;
   Plan r = evaluate(w, toy(), l);
   EXPECT_NEAR(r.compute_seconds, compute * 8 / 6, 1e-12);
@@ -155,7 +159,7 @@ TEST(StepTime, DataParallelRingAllReduceInsideANode) {
   const double comm = 2.0 * 3 / 4 * 2 * 27265024 / 200e9;
   EXPECT_NEAR(p.dp_comm_seconds, comm, 1e-12);
   EXPECT_NEAR(p.dp_exposed_seconds, comm, 1e-12);  // comm_overlap = 0
-  const double compute = 6 * 27265024.0 * 8192 / 5e13 / 4;
+  const double compute = kFlopsPerToken * 8192 / 5e13 / 4;
   EXPECT_NEAR(p.step_seconds, compute + comm, 1e-12);
   EXPECT_NEAR(p.comm_ratio, comm / compute, 1e-9);
   // With overlap, the last micro-batch's backward (2/3 of its compute) hides it.

@@ -52,6 +52,11 @@ struct Workload {
 };
 // Default batch: 0.5M tokens * (P/1e8)^(1/3), within [0.5M, 4M] tokens, in whole sequences.
 int default_global_batch(const ModelSpec&);
+// Training FLOPs per token: 6*P for the weights (forward + backward) plus 12*s*h per layer
+// for the attention scores and their weighted sum (QK^T and AV, forward + backward; the
+// PaLM/Megatron count, causal masking not discounted).
+double attention_flops_per_token(const ModelSpec&);
+double model_flops_per_token(const ModelSpec&);
 // Tokens that take `hours` on one GPU of this type at its calibrated efficiency.
 double tokens_for_single_gpu_hours(const ModelSpec&, const GpuType&, double hours);
 
@@ -73,7 +78,7 @@ struct Plan {
   double tp_comm_seconds = 0, pp_comm_seconds = 0, dp_comm_seconds = 0, dp_exposed_seconds = 0;
   double step_seconds = 0;
   double steps = 0;
-  double tflops_per_gpu = 0;       // model FLOPs (6*P*tokens) per GPU per second / 1e12
+  double tflops_per_gpu = 0;       // model FLOPs (model_flops_per_token x tokens) per GPU per second / 1e12
   double mfu = 0;
   double comm_ratio = 0;           // exposed communication / compute
   double bubble_fraction = 0;

@@ -116,7 +116,7 @@ run() {  # print a command; run it unless --dry-run
 
 changed=0
 # Write CONTENT (stdin) to FILE when it differs; show the difference. Keeps an existing mode.
-put() {  # FILE MODE
+put() {  # FILE MODE [quiet: do not show a new file's content]
   local file=$1 mode=$2 new
   new=$(mktemp)
   cat > "$new"
@@ -130,7 +130,7 @@ put() {  # FILE MODE
     diff -u "$file" "$new" | sed '1,2d' || true
   else
     say "create $file"
-    sed 's/^/+/' "$new"
+    [ -n "${3:-}" ] || sed 's/^/+/' "$new"
   fi
   if [ "$dry_run" = 1 ]; then rm -f "$new"; return 0; fi
   mkdir -p "$(dirname "$file")"
@@ -140,7 +140,7 @@ put() {  # FILE MODE
 
 put_from() {  # FILE SOURCE_FILE (a dry run from a URL has no sources to compare)
   if [ ! -f "$2" ] && [ "$dry_run" = 1 ]; then say "install $1 from $2"; changed=1; return 0; fi
-  put "$1" 0644 < "$2"
+  put "$1" 0644 quiet < "$2"
 }
 
 # Make `KEY=...` in a Slurm config contain ITEM in its comma list, or add `KEY=ITEM`.
@@ -253,17 +253,26 @@ build_and_install() {
 
 # --------------------------------------------------------------- policy, catalog (head)
 sg_dir=$conf_dir/scaleguard
+# The policy and catalog as they will be installed (new, else installed, else shipped),
+# checked side by side as in SLURM_CONF_DIR/scaleguard/, so a relative `catalog =` resolves
+# as it will there.
 check_configs() {
-  local args=()
-  [ -z "$policy" ] && [ -f "$root$sg_dir/policy.ini" ] && return 0   # the installed one stays
-  local p=${policy:-$src/configs/policy.ini}
-  [ -n "$catalog" ] && args=(--catalog "$catalog")
-  if [ -x "$scaleguard_bin" ]; then
-    "$scaleguard_bin" policy check "${args[@]}" "$p" > /dev/null ||
-      die "policy $p is not valid (the error is above); nothing was installed"
-  else
-    echo "+ scaleguard policy check ${args[*]}${args[*]:+ }$p"
+  local p=${policy:-$root$sg_dir/policy.ini} c=${catalog:-$root$sg_dir/catalog.ini} stage
+  [ -f "$p" ] || p=$src/configs/policy.ini
+  [ -f "$c" ] || c=$src/configs/catalog.ini
+  if [ ! -x "$scaleguard_bin" ] || [ ! -f "$p" ] || [ ! -f "$c" ]; then   # a dry run before the build
+    echo "+ scaleguard policy check $p (with $c beside it)"
+    return 0
   fi
+  stage=$(mktemp -d)
+  cp "$p" "$stage/policy.ini"
+  cp "$c" "$stage/catalog.ini"
+  if ! "$scaleguard_bin" policy check "$stage/policy.ini" > /dev/null 2> "$stage/err"; then
+    sed "s|$stage/policy.ini|$p|g; s|$stage/catalog.ini|$c|g" "$stage/err" >&2
+    rm -rf "$stage"
+    die "policy $p with catalog $c is not valid (the error is above); nothing was installed"
+  fi
+  rm -rf "$stage"
 }
 
 install_configs() {

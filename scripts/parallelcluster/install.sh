@@ -10,7 +10,8 @@
 #          and PrologFlags=Alloc and plugstack.conf includes plugstack.conf.d/*; restart slurmctld.
 # compute: check that the head node's install is visible (shared PREFIX and PluginDir), write
 #          /etc/profile.d/scaleguard.sh, restart slurmd if it runs.
-# Both write /etc/profile.d/scaleguard.sh (PATH, SCALEGUARD_POLICY for the CLI).
+# Both write /etc/profile.d/scaleguard.sh (PATH; SCALEGUARD_POLICY and SCALEGUARD_CATALOG, the
+# CLI's defaults otherwise point into the source tree it was built from).
 # Run with --help for the options. Needs bash, coreutils, diff; the head role also cmake (3.18+),
 # a C++17 compiler and the build dependencies (README.md in this folder).
 set -euo pipefail
@@ -28,7 +29,8 @@ usage: install.sh [options]
   --source SRC           scaleguard sources: a directory, a .tar.gz, or an s3:// or https://
                          URL of a .tar.gz (default: the checkout holding this script)
   --build-dir DIR        CMake build directory (default: /var/tmp/scaleguard-build);
-                         configured when it has no CMakeCache.txt
+                         configured when it has no CMakeCache.txt; sources from a
+                         .tar.gz are unpacked beside it, in DIR-src
   --no-build             install from --build-dir as it is (already built)
   --cmake-arg ARG        extra CMake configure argument, repeatable
                          (e.g. -DCMAKE_PREFIX_PATH=/opt/libtorch)
@@ -189,12 +191,21 @@ fetch_source() {
     [ "$dry_run" = 1 ] && [ ! -f "$source" ] && { src=$work/src; echo "+ tar -xzf $source"; return; }
     [[ $source == *.tar.gz ]] || usage_error "--source '$source': expected a directory or a .tar.gz"
     tar -tzf "$source" > /dev/null 2>&1 || die "--source '$source': not a readable .tar.gz"
-    work=${work:-$(mktemp -d)}
-    mkdir -p "$work/src"
-    tar -xzf "$source" -C "$work/src"
+    # A build keeps its sources where the next run finds them again (CMake remembers the
+    # source directory); a dry run or --no-build only reads configs from a temporary copy.
+    local tree
+    if [ "$build" = 1 ] && [ "$dry_run" = 0 ]; then
+      tree=$build_dir-src
+      rm -rf "$tree"
+    else
+      work=${work:-$(mktemp -d)}
+      tree=$work/src
+    fi
+    mkdir -p "$tree"
+    tar -xzf "$source" -C "$tree"
     # A tarball holds the tree either at its top or in one folder.
-    src=$work/src
-    [ -f "$src/CMakeLists.txt" ] || src=$(dirname "$(find "$work/src" -maxdepth 2 -name CMakeLists.txt -print -quit)")
+    src=$tree
+    [ -f "$src/CMakeLists.txt" ] || src=$(dirname "$(find "$tree" -maxdepth 2 -name CMakeLists.txt -print -quit)")
   elif [ -d "$source" ]; then
     src=$(cd "$source" && pwd)
   else
@@ -318,6 +329,7 @@ write_profile() {
 case ":\$PATH:" in *":$prefix/bin:"*) ;; *) PATH=$prefix/bin:\$PATH ;; esac
 export PATH
 export SCALEGUARD_POLICY=\${SCALEGUARD_POLICY:-$sg_dir/policy.ini}
+export SCALEGUARD_CATALOG=\${SCALEGUARD_CATALOG:-$sg_dir/catalog.ini}
 EOF
 }
 

@@ -67,6 +67,11 @@ snapshot() { (cd "$root" && find . -type f -print0 | sort -z | xargs -0 -r sha25
   run cat "$root/etc/profile.d/scaleguard.sh"
   assert_output --partial "PATH=/opt/scaleguard/bin:"
   assert_output --partial "SCALEGUARD_POLICY=\${SCALEGUARD_POLICY:-/opt/slurm/etc/scaleguard/policy.ini}"
+  assert_output --partial "SCALEGUARD_CATALOG=\${SCALEGUARD_CATALOG:-/opt/slurm/etc/scaleguard/catalog.ini}"
+  # The profile works in a shell: the installed CLI plans with the installed catalog.
+  run env -i HOME=/nonexistent PATH=/usr/bin:/bin bash -c ". '$root/etc/profile.d/scaleguard.sh'; echo \$PATH; echo \$SCALEGUARD_CATALOG"
+  assert_line --index 0 "/opt/scaleguard/bin:/usr/bin:/bin"
+  assert_line --index 1 "/opt/slurm/etc/scaleguard/catalog.ini"
 }
 
 @test "a second run changes nothing" {

@@ -87,7 +87,7 @@ Result<ModelSpec> derive_shape(double params) {
 Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalog) {
   const std::string forms =
       "a count (350M, 7B, 1.5T), a preset (gpt2, llama2-7b, ...) or "
-      "layers=N,hidden=N,heads=N[,seq=N,vocab=N]; options precision=, optimizer=, recompute=";
+      "layers=N,hidden=N,heads=N[,seq=N,vocab=N]; options precision=, optimizer=, recompute=, attention=";
   if (raw.size() > 256 || text::has_control(raw)) return spec_error("malformed model spec", forms, "model");
   const std::string t = text::trim(raw);
   if (t.empty()) return spec_error("empty model spec", forms, "model");
@@ -160,9 +160,13 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
       auto r = parse_recompute(value);
       if (!r) return r.error();
       m.recompute = r.value();
+    } else if (key == "attention") {
+      if (value != "flash" && value != "standard")
+        return spec_error("unknown attention '" + value + "'", "standard or flash", "model");
+      m.flash_attention = value == "flash";
     } else {
       return spec_error("unknown model key '" + key + "'",
-                        "keys: layers, hidden, heads, seq, vocab, params, precision, optimizer, recompute",
+                        "keys: layers, hidden, heads, seq, vocab, params, precision, optimizer, recompute, attention",
                         "model");
     }
     if (!ok) return ok.error();

@@ -144,9 +144,11 @@ Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, con
   const double s = m.seq, b = l.micro_batch, h = m.hidden, heads = m.heads;
   const double scale = activation_bytes(m.precision) / 2;  // the formula counts 16-bit values
   // Korthikanti et al. 2022: s*b*h*(34 + 5*a*s/h) bytes per layer, split by tensor (and
-  // sequence) parallelism; selective recompute drops the 5*a*s/h attention part; full
-  // recompute keeps only each layer's input (2*s*b*h) plus one layer's working set.
-  const double layer_full = s * b * h * (34 + 5 * heads * s / h) / l.tp * scale;
+  // sequence) parallelism; selective recompute and fused (flash) attention drop the 5*a*s/h
+  // attention part; full recompute keeps only each layer's input (2*s*b*h) plus one
+  // layer's working set.
+  const double scores = m.flash_attention ? 0 : 5 * heads * s / h;
+  const double layer_full = s * b * h * (34 + scores) / l.tp * scale;
   double per_layer = layer_full, working = 0;
   if (l.recompute == Recompute::selective) per_layer = s * b * h * 34 / l.tp * scale;
   if (l.recompute == Recompute::full) per_layer = 2 * s * b * h / l.tp * scale, working = layer_full;

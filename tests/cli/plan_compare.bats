@@ -35,6 +35,17 @@ load helpers
   assert_usage_error "--interleave"
 }
 
+@test "plan: attention=flash drops the score matrices, so 13B on 4 H100s needs no recomputation" {
+  run --separate-stderr sg plan --model 13B --tokens 100B --instance p5.48xlarge --gpus 4 --json
+  assert_exit 0
+  jq -e '.recompute != "none"' <<<"$output"
+  run --separate-stderr sg plan --model 13B,attention=flash --tokens 100B --instance p5.48xlarge --gpus 4 --json
+  assert_exit 0
+  jq -e '.recompute == "none"' <<<"$output"
+  run sg plan --model 13B,attention=fast --tokens 100B --instance p5.48xlarge --gpus 4
+  assert_usage_error "unknown attention 'fast'"
+}
+
 @test "plan: a model that cannot fit exits 1 and says how much memory it needs (JSON too)" {
   run sg plan --model 70B --tokens 1B --instance p4d.24xlarge --gpus 1
   assert_runtime_error "does not fit 1 GPU(s) of A100-40GB"

@@ -59,6 +59,9 @@ TEST(ModelSpec, ExplicitShapeAndOptions) {
   EXPECT_EQ(*o.recompute, Recompute::full);
   EXPECT_EQ(o.seq, 1024);
   EXPECT_DOUBLE_EQ(o.params, 1e9);
+  EXPECT_FALSE(o.flash_attention);
+  EXPECT_TRUE(parse_model_spec("llama2-7b,attention=flash", real_catalog()).value().flash_attention);
+  EXPECT_FALSE(parse_model_spec("llama2-7b,attention=standard", real_catalog()).value().flash_attention);
   auto d = parse_model_spec("layers=2,hidden=1024", real_catalog()).value();
   EXPECT_EQ(d.heads, 16);  // hidden/64 below 2048
   EXPECT_EQ(d.vocab, 51200);
@@ -69,6 +72,7 @@ TEST(ModelSpec, BadSpecsAreClearErrors) {
   for (const char* bad : {"", "1e30", "0", "-7B", "1e300", "10", "lama2-7b", "350M,layers", "350M,foo=1",
                           "layers=0,hidden=1024", "layers=48", "layers=2,hidden=1000,heads=3", "layers=2,hidden=1024,heads=0",
                           "layers=2000,hidden=1024", "350M,precision=fp8", "350M,optimizer=lion", "350M,recompute=some",
+                          "350M,attention=fast", "350M,attention=",
                           "gpt2,llama2-7b", "350M,seq=-1", "7B;rm -rf /"}) {
     auto r = parse_model_spec(bad, cat);
     EXPECT_FALSE(r.ok()) << bad;

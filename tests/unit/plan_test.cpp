@@ -116,6 +116,22 @@ TEST(Memory, TensorParallelAndRecompute) {
   EXPECT_DOUBLE_EQ(memory_per_gpu(m, l, 4, a).activations, 4 * (2 * 119537664.0 + 4096000));
 }
 
+TEST(Memory, FlashAttentionDropsTheScoreMatrices) {
+  // Fused attention keeps s*b*h*34 per layer (no 5*a*s/h scores and softmax): the same as
+  // selective recompute, without its extra FLOPs.
+  ModelSpec m = tiny();
+  m.flash_attention = true;
+  const auto a = toy().assume;
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, Layout{}, 1, a).activations, 2 * 35651584.0 + 4096000);
+  Layout full;
+  full.recompute = Recompute::full;  // the working set of one layer shrinks the same way
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, full, 1, a).activations, 2 * 2097152.0 + 35651584 + 4096000);
+  const Workload w{tiny(), 8192.0 * 100, 8};
+  Workload wf = w;
+  wf.model.flash_attention = true;
+  EXPECT_DOUBLE_EQ(evaluate(wf, toy(), Layout{}).compute_seconds, evaluate(w, toy(), Layout{}).compute_seconds);
+}
+
 TEST(Memory, PipelineKeepsPpMicroBatchesInFlight) {
   ModelSpec m = tiny();
   m.layers = 4;

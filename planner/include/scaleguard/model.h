@@ -1,6 +1,7 @@
 // Model specs: "350M" (a GPT-like shape is derived), presets from the catalog ("llama2-7b"),
 // or explicit shapes "layers=48,hidden=8192,heads=64,seq=2048,vocab=51200"; any of them may
-// be followed by ",key=value" overrides (seq, vocab, precision, optimizer, recompute).
+// be followed by ",key=value" overrides (seq, vocab, precision, optimizer, recompute,
+// attention=standard|flash).
 #pragma once
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct ModelSpec {
   Precision precision = Precision::bf16;   // bf16/fp16 = mixed precision with fp32 master weights
   Optimizer optimizer = Optimizer::adam;
   std::optional<Recompute> recompute;      // pinned by the spec; otherwise the search chooses
+  // attention=flash: fused attention (FlashAttention) never stores the a*s*s score and
+  // softmax matrices, so activations drop Korthikanti's 5*a*s/h term; FLOPs are unchanged.
+  bool flash_attention = false;
 };
 
 // Parameters of a GPT-style decoder: 12*L*h^2 + 13*L*h + (vocab + seq)*h.

@@ -74,6 +74,24 @@ snapshot() { (cd "$root" && find . -type f -print0 | sort -z | xargs -0 -r sha25
   assert_line --index 1 "/opt/slurm/etc/scaleguard/catalog.ini"
 }
 
+@test "Slurm's sbatch loads the installed SPANK plugin with the arguments install.sh wrote" {
+  command -v sbatch > /dev/null || skip "sbatch is not installed"
+  head_install
+  # The files name paths as they will be on the node; point them below the test root.
+  sed -i "s|/opt/|$root/opt/|g; s| $plugin_dir/| $root$plugin_dir/|" \
+    "$etc/plugstack.conf" "$etc/plugstack.conf.d/scaleguard.conf"
+  printf '%s\n' ClusterName=t SlurmctldHost=localhost "PlugStackConfig=$etc/plugstack.conf" > "$BATS_TEST_TMPDIR/slurm.conf"
+  SLURM_CONF=$BATS_TEST_TMPDIR/slurm.conf run sbatch --help
+  assert_success
+  assert_output --partial "--train-model=SPEC"
+  assert_output --partial "--train-ckpt-dir"
+  refute_output --partial "sbatch: error"
+  # A broken argument is what slurmctld and slurmstepd would refuse too.
+  sed -i 's/ policy=/ polcy=/' "$etc/plugstack.conf.d/scaleguard.conf"
+  SLURM_CONF=$BATS_TEST_TMPDIR/slurm.conf run sbatch --help
+  assert_output --partial "unknown argument 'polcy="
+}
+
 @test "a second run changes nothing" {
   head_install
   before=$(snapshot)

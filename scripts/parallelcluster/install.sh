@@ -225,6 +225,11 @@ build_and_install() {
     [ "$build" = 1 ] || die "--no-build: $build_dir is not a configured build directory"
     command -v cmake > /dev/null || die "cmake not found (3.18 or newer; e.g. pip install cmake)"
     command -v ninja > /dev/null && gen=(-G Ninja)
+    # Slurm's headers beside its config (ParallelCluster: /opt/slurm/{etc,include}), which
+    # CMake would not search; the plugins must be built against the Slurm that loads them.
+    local slurm_inc
+    slurm_inc=$(dirname "$conf_dir")/include
+    [ -f "$slurm_inc/slurm/spank.h" ] && gen+=(-DSLURM_INCLUDE_DIR="$slurm_inc")
     run cmake -S "$src" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DSCALEGUARD_TESTS=OFF -DSCALEGUARD_BENCH=OFF \
       ${plugin_dir:+-DSCALEGUARD_SLURM_PLUGIN_DIR=$plugin_dir} "${cmake_args[@]}"

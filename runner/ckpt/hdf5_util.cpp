@@ -4,7 +4,15 @@
 
 namespace scaleguard::ckpt::h5 {
 
-void quiet() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void quiet() {
+  // Before the library initialises (this is the first HDF5 call of a save and of a read):
+  // no HDF5 clean-up at exit. When a disk fills up while HDF5 flushes its metadata, the
+  // shard's H5Fclose fails and the file stays open inside HDF5 1.10, whose clean-up at exit
+  // then crashes (H5F__close_cb). Every file that works is closed explicitly anyway.
+  static const bool no_atexit = H5dont_atexit() >= 0;
+  (void)no_atexit;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 namespace {
 herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {

@@ -65,10 +65,14 @@ std::string write_string_attr(hid_t obj, const char* name, const std::string& s)
   return write_attr(obj, name, type.get(), space.get(), s.c_str());
 }
 
-void test_pause(const std::string& path) {
+// SECONDS, or SECONDS@STEP: only in the save of that step (a test can let earlier saves
+// of a real training run commit and hold a later one).
+void test_pause(const std::string& path, int64_t step) {
   const char* env = std::getenv("SCALEGUARD_TEST_PAUSE_IN_SAVE");
   if (!env || !*env) return;
-  const unsigned seconds = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+  char* rest = nullptr;
+  const unsigned seconds = static_cast<unsigned>(std::strtoul(env, &rest, 10));
+  if (*rest == '@' && std::strtoll(rest + 1, nullptr, 10) != step) return;
   std::fprintf(stderr, "scaleguard-ckpt: test pause %us inside the save of %s (pid %d)\n", seconds,
                path.c_str(), static_cast<int>(::getpid()));
   std::fflush(stderr);
@@ -130,7 +134,7 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
     entry.datasets.push_back(std::move(d));
     if (!paused) {
       paused = true;
-      test_pause(path);
+      test_pause(path, snap.step());
     }
   }
   for (const auto& s : snap.scalars()) {

@@ -11,8 +11,9 @@
 namespace scaleguard::ckpt {
 
 // Writes dir/shard-<rank>.h5, fsyncs it, and checksums every dataset and the whole file.
-// Test hook: SCALEGUARD_TEST_PAUSE_IN_SAVE=SECONDS sleeps after the first dataset, having
-// printed "scaleguard-ckpt: test pause" and its pid to stderr, so a test can kill it there.
+// Test hook: SCALEGUARD_TEST_PAUSE_IN_SAVE=SECONDS (or SECONDS@STEP: only when saving that
+// step) sleeps after the first dataset, having printed "scaleguard-ckpt: test pause" and its
+// pid to stderr, so a test can kill it there.
 Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot& snap);
 
 }  // namespace scaleguard::ckpt

@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "ckpt/interval.h"
+
 namespace po = boost::program_options;
 
 namespace scaleguard::run {
@@ -57,6 +59,21 @@ po::options_description train_options(Config& c) {
     ("bucket-mb", po::value(&c.bucket_mb)->default_value(c.bucket_mb), "gradient bucket size, MB (0 = per parameter)")
     ("no-overlap", po::value(&c.no_overlap)->default_value(c.no_overlap)->implicit_value(true),
      "all-reduce after backward instead of from autograd hooks");
+  po::options_description ckpt("Checkpoints (HDF5 shards; resume from the newest valid one in --ckpt-dir)");
+  ckpt.add_options()
+    ("ckpt-dir", po::value(&c.ckpt_dir)->default_value(c.ckpt_dir), "checkpoint directory (empty = no checkpoints)")
+    ("ckpt-every", po::value(&c.ckpt_every)->default_value(c.ckpt_every),
+     "N (steps), Nmin (minutes) or auto (Young/Daly from the measured save time and the MTBF); "
+     "empty = ckpt-interval-s, else auto")
+    ("ckpt-interval-s", po::value(&c.ckpt_interval_s)->default_value(c.ckpt_interval_s),
+     "seconds between saves from the plan (SCALEGUARD_CKPT_INTERVAL_S); used when ckpt-every is empty")
+    ("ckpt-async", po::value(&c.ckpt_async)->default_value(c.ckpt_async)->implicit_value(true),
+     "on | off: write in a background thread while training goes on")
+    ("ckpt-keep", po::value(&c.ckpt_keep)->default_value(c.ckpt_keep), "committed checkpoints to keep (0 = all)")
+    ("ckpt-on-error", po::value(&c.ckpt_on_error)->default_value(c.ckpt_on_error),
+     "a failed save: stop (exit 1) | continue (log it, keep training)")
+    ("ckpt-mtbf-hours", po::value(&c.ckpt_mtbf_hours)->default_value(c.ckpt_mtbf_hours),
+     "node MTBF for --ckpt-every auto (0 = the catalog's assumption)");
   po::options_description run("Run time and output");
   run.add_options()
     ("device", po::value(&c.device)->default_value(c.device), "auto | cpu | cuda")
@@ -71,7 +88,7 @@ po::options_description train_options(Config& c) {
     ("sample-log", po::value(&c.sample_log)->default_value(c.sample_log),
      "each rank writes the sample ids it trains on to FILE.rank<N>");
   po::options_description all;
-  all.add(model).add(data).add(optim).add(par).add(run);
+  all.add(model).add(data).add(optim).add(par).add(ckpt).add(run);
   return all;
 }
 
@@ -210,6 +227,14 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
           "lr > 0, warmup >= 0, grad-clip >= 0, bucket-mb >= 0, log-every > 0");
   require(cfg.device == "auto" || cfg.device == "cpu" || cfg.device == "cuda", "device must be auto, cpu or cuda");
   require(cfg.threads >= 0 && cfg.startup_timeout > 0, "threads >= 0 and startup-timeout > 0");
+  require(cfg.ckpt_keep >= 0 && cfg.ckpt_interval_s >= 0 && cfg.ckpt_mtbf_hours >= 0,
+          "ckpt-keep >= 0, ckpt-interval-s >= 0, ckpt-mtbf-hours >= 0");
+  require(cfg.ckpt_on_error == "stop" || cfg.ckpt_on_error == "continue",
+          "ckpt-on-error must be stop or continue, not '" + cfg.ckpt_on_error + "'");
+  if (!cfg.ckpt_every.empty()) {
+    auto every = ckpt::parse_interval(cfg.ckpt_every);
+    require(every.ok(), every.ok() ? "" : "ckpt-every: " + every.error().message + " (" + every.error().hint + ")");
+  }
   require(cfg.data.empty() != (cfg.synthetic == 0),
           "give exactly one of --data TOKENS.bin (from `scaleguard-run prep`) or --synthetic N");
   return true;

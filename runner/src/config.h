@@ -52,6 +52,14 @@ struct Config {
   std::string device = "auto";     // auto | cpu | cuda
   int64_t threads = 0;             // torch threads per rank; 0 = cores / local ranks
   double startup_timeout = 60;     // seconds for the first collectives before MPI_Abort
+  // checkpoints (checkpointing.h; the plan exports SCALEGUARD_CKPT_DIR and _CKPT_INTERVAL_S)
+  std::string ckpt_dir;            // empty: no checkpoints
+  std::string ckpt_every;          // N (steps) | Nmin | auto; empty: ckpt-interval-s, else auto
+  double ckpt_interval_s = 0;      // the plan's interval in seconds (used when ckpt-every is empty)
+  bool ckpt_async = true;          // write in a background thread while training goes on
+  int64_t ckpt_keep = 3;           // committed checkpoints kept (0 = all)
+  std::string ckpt_on_error = "stop";  // a failed save: stop | continue
+  double ckpt_mtbf_hours = 0;      // node MTBF for `auto`; 0 = the catalog's assumption
   // output
   int64_t log_every = 10;
   std::string metrics;             // JSON lines, rank 0

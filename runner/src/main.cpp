@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "checkpointing.h"
 #include "comm.h"
 #include "config.h"
 #include "exit_codes.h"
@@ -163,9 +164,21 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       error = e.what();
     }
     // On failure fall through: the communicators must be freed before MPI_Finalize.
-    if (!any_failed(l, error, "data and model")) {
+    std::unique_ptr<Checkpointing> ckpt;  // declared after the trainer: freed before it
+    bool ready = !any_failed(l, error, "data and model");
+    if (ready && !cfg.ckpt_dir.empty()) {
+      ckpt = std::make_unique<Checkpointing>(cfg, l);  // collective
+      ready = !any_failed(l, ckpt->prepare(), "checkpoint directory") &&
+              !any_failed(l, ckpt->resume(*trainer), "checkpoint resume");
+      trainer->hooks.after_step = [&ckpt](Trainer& t, bool stopping) { ckpt->after_step(t, stopping); };
+    }
+    if (ready) {
       try {
         rc = trainer->run();
+      } catch (const CheckpointStop& e) {
+        // Every rank throws this at the same step: a clean exit, no abort needed.
+        if (l.rank == 0) std::fprintf(stderr, "scaleguard-run: %s\n", e.what());
+        rc = kExitError;
       } catch (const std::exception& e) {
         // Peers may be inside a collective already: only an abort ends them reliably.
         std::fprintf(stderr, "scaleguard-run: rank %d: error during training: %s\n", l.rank, e.what());

@@ -1,0 +1,67 @@
+// Checkpoints in the training loop: the glue between Trainer and runner/ckpt.
+//   start:        prepare() (directory usable?), resume() (newest valid checkpoint -> trainer)
+//   every step:   after_step() saves when the interval says so (async or sync), and
+//                 synchronously when the ranks agreed to stop (SIGUSR1/SIGTERM) or at the end.
+// Data parallel: every rank holds every parameter, so each rank writes rows [r*n/W, (r+1)*n/W)
+// of dim 0 of each tensor (the ranks write in parallel) and reads back whole tensors: a
+// checkpoint of W ranks resumes on any number of ranks.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ckpt/commit_comm.h"
+#include "ckpt/interval.h"
+#include "ckpt/saver.h"
+#include "ckpt/store.h"
+#include "config.h"
+#include "launch.h"
+
+namespace scaleguard::run {
+
+class Trainer;
+
+// Thrown by after_step on every rank at the same step (the commit's verdict is broadcast):
+// a save failed and training must not go on. main() exits 1 without MPI_Abort.
+struct CheckpointStop : RunError {
+  using RunError::RunError;
+};
+
+// The text hashed into a checkpoint's config_hash: the keys that shape the parameters.
+// Another value of any of them means another model, and its checkpoints are refused.
+std::string model_identity(const Config& cfg);
+std::string model_hash(const Config& cfg);  // XXH3-64 hex of model_identity
+
+class Checkpointing {
+ public:
+  // Collective (duplicates the world communicator). cfg.ckpt_dir must be set.
+  Checkpointing(const Config& cfg, const Launch& launch);
+  ~Checkpointing();
+
+  // Local: creates the directory and checks this rank may write there; "" or the error.
+  std::string prepare() const;
+  // Collective: removes unfinished saves, loads the newest valid checkpoint (falling back
+  // past corrupt ones) into the trainer in place; "" (also when there is none) or the error.
+  std::string resume(Trainer& t);
+  // TrainHooks::after_step. Throws CheckpointStop (on every rank) when a save failed and
+  // --ckpt-on-error=stop, or when the save before stopping failed.
+  void after_step(Trainer& t, bool stopping);
+
+ private:
+  void log(const std::string& line) const;
+  ckpt::Snapshot snapshot(Trainer& t, bool copy) const;
+  void save_now(Trainer& t, bool must_commit);
+  void handle(const Result<ckpt::Committed>& r, bool must_commit);
+
+  const Config& cfg_;
+  const Launch& launch_;
+  std::unique_ptr<ckpt::MpiCommitComm> comm_;
+  std::unique_ptr<ckpt::Saver> saver_;
+  ckpt::Store store_;
+  std::unique_ptr<ckpt::IntervalClock> clock_;
+  ckpt::OnSaveError on_error_;
+  std::string describe_;        // how the interval was chosen, for the start-up line
+  int64_t last_committed_ = -1;
+  double save_started_ = 0;     // when the pending async save started (for `auto`)
+};
+
+}  // namespace scaleguard::run

@@ -259,12 +259,8 @@ build_and_install() {
       die "$build_dir/$f was not built (Slurm headers missing? see the CMake output)"
   done
   check_configs
-  if [ "$dry_run" = 1 ]; then
-    echo "+ DESTDIR=$root cmake --install $build_dir --prefix $prefix"
-  else
-    echo "+ DESTDIR=$root cmake --install $build_dir --prefix $prefix"
-    DESTDIR=$root cmake --install "$build_dir" --prefix "$prefix" > /dev/null
-  fi
+  echo "+ DESTDIR=$root cmake --install $build_dir --prefix $prefix"
+  [ "$dry_run" = 1 ] || DESTDIR=$root cmake --install "$build_dir" --prefix "$prefix" > /dev/null
 }
 
 # --------------------------------------------------------------- policy, catalog (head)

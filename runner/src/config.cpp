@@ -51,11 +51,14 @@ po::options_description train_options(Config& c) {
     ("grad-clip", po::value(&c.grad_clip)->default_value(c.grad_clip), "clip the global gradient norm (0 = off)");
   po::options_description par("Parallelism (normally from the plan: SCALEGUARD_STRATEGY, _TP, _PP, _DP, ...)");
   par.add_options()
-    ("strategy", po::value(&c.strategy)->default_value(c.strategy), "auto | single | ddp")
+    ("strategy", po::value(&c.strategy)->default_value(c.strategy), "auto | single | ddp | zero | pipeline | tensor | hybrid")
     ("tp", po::value(&c.tp)->default_value(c.tp), "tensor-parallel degree")
     ("pp", po::value(&c.pp)->default_value(c.pp), "pipeline-parallel degree")
     ("dp", po::value(&c.dp)->default_value(c.dp), "data-parallel degree (0 = world / (tp*pp))")
     ("zero", po::value(&c.zero)->default_value(c.zero), "ZeRO stage")
+    ("micro-batches", po::value(&c.micro_batches)->default_value(c.micro_batches),
+     "micro-batches per rank per step (pipeline: M; 0 = per-rank batch / micro-batch)")
+    ("schedule", po::value(&c.schedule)->default_value(c.schedule), "pipeline schedule: 1f1b | gpipe")
     ("bucket-mb", po::value(&c.bucket_mb)->default_value(c.bucket_mb), "gradient bucket size, MB (0 = per parameter)")
     ("no-overlap", po::value(&c.no_overlap)->default_value(c.no_overlap)->implicit_value(true),
      "all-reduce after backward instead of from autograd hooks");
@@ -227,6 +230,9 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
           "lr > 0, warmup >= 0, grad-clip >= 0, bucket-mb >= 0, log-every > 0");
   require(cfg.device == "auto" || cfg.device == "cpu" || cfg.device == "cuda", "device must be auto, cpu or cuda");
   require(cfg.threads >= 0 && cfg.startup_timeout > 0, "threads >= 0 and startup-timeout > 0");
+  require(cfg.tp >= 1 && cfg.pp >= 1 && cfg.dp >= 0 && cfg.zero >= 0 && cfg.micro_batches >= 0,
+          "tp >= 1, pp >= 1, dp >= 0, zero >= 0, micro-batches >= 0");
+  require(cfg.schedule == "1f1b" || cfg.schedule == "gpipe", "schedule must be 1f1b or gpipe, not '" + cfg.schedule + "'");
   require(cfg.ckpt_keep >= 0 && cfg.ckpt_interval_s >= 0 && cfg.ckpt_mtbf_hours >= 0,
           "ckpt-keep >= 0, ckpt-interval-s >= 0, ckpt-mtbf-hours >= 0");
   require(cfg.ckpt_on_error == "stop" || cfg.ckpt_on_error == "continue",
@@ -242,28 +248,62 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
 
 void check_against_world(Config& cfg, int world) {
   const std::string& s = cfg.strategy;
-  if (s == "zero" || s == "pipeline" || s == "tensor" || s == "hybrid" || cfg.tp != 1 || cfg.pp != 1 ||
-      cfg.zero != 0)
-    throw RunError("the plan asks for strategy=" + s + " tp=" + std::to_string(cfg.tp) + " pp=" +
-                   std::to_string(cfg.pp) + " zero=" + std::to_string(cfg.zero) +
-                   ", but this scaleguard-run implements only single and ddp (data parallel)");
-  if (s != "auto" && s != "single" && s != "ddp")
-    throw RunError("unknown strategy '" + s + "' (auto | single | ddp)");
+  if (s != "auto" && s != "single" && s != "ddp" && s != "zero" && s != "pipeline" && s != "tensor" && s != "hybrid")
+    throw RunError("unknown strategy '" + s + "' (auto | single | ddp | zero | pipeline | tensor | hybrid)");
+  // Tensor parallel and ZeRO (issue 6 part A): what the model and optimizer can take.
+  if (cfg.zero > 1)
+    throw RunError("the plan asks for zero=" + std::to_string(cfg.zero) +
+                   ", but this scaleguard-run implements only ZeRO stage 1 (optimizer state sharded over dp); "
+                   "use --zero 1 or 0");
+  if (cfg.tp > 1 && cfg.model != "gpt")
+    throw RunError("tensor parallel (tp=" + std::to_string(cfg.tp) + ") needs the gpt model, not " + cfg.model);
+  if (cfg.tp > 1 && cfg.n_head % cfg.tp != 0)
+    throw RunError("tensor parallel: tp=" + std::to_string(cfg.tp) + " does not divide n-head=" +
+                   std::to_string(cfg.n_head) + " (each rank holds whole attention heads)");
+  // The checkpoint writer splits whole tensors over dp ranks; tp slices, ZeRO shards
+  // (FlatParam::slice, OptimTensor::offset) and pipeline stages (each holds other
+  // parameters; the last one a tied copy of wte.weight) are not written yet.
+  if (!cfg.ckpt_dir.empty() && (cfg.tp > 1 || cfg.pp > 1 || cfg.zero >= 1))
+    throw RunError("checkpoints (--ckpt-dir) of pipeline runs and of tensor-parallel or ZeRO runs are not implemented yet (tp=" +
+                   std::to_string(cfg.tp) + ", pp=" + std::to_string(cfg.pp) + ", zero=" + std::to_string(cfg.zero) +
+                   "); run without --ckpt-dir");
   if (s == "single" && world != 1)
     throw RunError("strategy=single but " + std::to_string(world) + " ranks were launched");
-  if (cfg.dp == 0) cfg.dp = world;
-  if (cfg.dp != world)
-    throw RunError("the plan says dp=" + std::to_string(cfg.dp) + " (tp=1, pp=1) = " + std::to_string(cfg.dp) +
-                   " ranks, but " + std::to_string(world) +
-                   " were launched; launch dp ranks or fix --dp / SCALEGUARD_DP");
+  if (cfg.pp > 1 && cfg.model != "gpt")
+    throw RunError("pipeline parallel (pp=" + std::to_string(cfg.pp) + ") needs the gpt model, not " + cfg.model);
+  if (cfg.pp > cfg.n_layer)
+    throw RunError("pp=" + std::to_string(cfg.pp) + " stages need at least as many GPT blocks, but n-layer=" +
+                   std::to_string(cfg.n_layer));
+  const int64_t tp_pp = cfg.tp * cfg.pp;
+  if (cfg.dp == 0) {
+    if (world % tp_pp != 0)
+      throw RunError(std::to_string(world) + " ranks cannot form a grid of tp=" + std::to_string(cfg.tp) + " x pp=" +
+                     std::to_string(cfg.pp) + " x dp (not a multiple of tp*pp=" + std::to_string(tp_pp) + ")");
+    cfg.dp = world / tp_pp;
+  }
+  if (cfg.dp * tp_pp != world)
+    throw RunError("the plan says dp=" + std::to_string(cfg.dp) + " x tp=" + std::to_string(cfg.tp) + " x pp=" +
+                   std::to_string(cfg.pp) + " = " + std::to_string(cfg.dp * tp_pp) + " ranks, but " +
+                   std::to_string(world) + " were launched; launch tp*pp*dp ranks or fix --tp/--pp/--dp (SCALEGUARD_*)");
   if (cfg.global_batch % cfg.dp != 0)
     throw RunError("global-batch " + std::to_string(cfg.global_batch) + " is not divisible by dp=" +
                    std::to_string(cfg.dp));
   int64_t per_rank = cfg.global_batch / cfg.dp;
+  if (cfg.micro_batches > 0 && cfg.micro_batch == 0) {
+    if (per_rank % cfg.micro_batches != 0)
+      throw RunError("micro-batches " + std::to_string(cfg.micro_batches) + " does not divide the per-rank batch " +
+                     std::to_string(per_rank) + " (global-batch / dp)");
+    cfg.micro_batch = per_rank / cfg.micro_batches;
+  }
   if (cfg.micro_batch == 0) cfg.micro_batch = per_rank;
   if (per_rank % cfg.micro_batch != 0)
     throw RunError("micro-batch " + std::to_string(cfg.micro_batch) + " does not divide the per-rank batch " +
                    std::to_string(per_rank) + " (global-batch / dp)");
+  if (cfg.micro_batches > 0 && cfg.micro_batches * cfg.micro_batch != per_rank)
+    throw RunError("micro-batches " + std::to_string(cfg.micro_batches) + " x micro-batch " +
+                   std::to_string(cfg.micro_batch) + " != the per-rank batch " + std::to_string(per_rank) +
+                   " (global-batch / dp); give one of the two");
+  cfg.micro_batches = per_rank / cfg.micro_batch;
 }
 
 }  // namespace scaleguard::run

@@ -46,6 +46,8 @@ struct Config {
   int64_t tp = 1, pp = 1;
   int64_t dp = 0;                  // 0 = world / (tp * pp)
   int64_t zero = 0;
+  int64_t micro_batches = 0;       // per rank per step (pipeline: M); 0 = per-rank batch / micro-batch
+  std::string schedule = "1f1b";   // pipeline schedule: 1f1b | gpipe
   double bucket_mb = 25;           // 0 = one bucket per parameter (unbucketed)
   bool no_overlap = false;         // all-reduce after backward instead of from hooks
   // runtime
@@ -78,7 +80,7 @@ struct Config {
 bool parse_train_args(const std::vector<std::string>& args, Config& cfg);
 
 // Checks the configuration against the launched world (strategy, dp*tp*pp == world,
-// batch divisibility). Throws RunError.
+// batch divisibility) and fills dp, micro_batch and micro_batches. Throws RunError.
 void check_against_world(Config& cfg, int world);
 
 }  // namespace scaleguard::run

@@ -2,8 +2,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -47,11 +49,26 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     : cfg_(cfg), launch_(launch), grid_(grid), tokens_(std::move(tokens)), device_(device),
       sampler_((tokens_.size() - 1) / static_cast<uint64_t>(cfg.seq_len), cfg.seed) {
   accum_ = cfg.global_batch / grid_.dp / cfg.micro_batch;
-  model_ = make_model(cfg);  // initialised on the CPU: the same values on every device
+  ModelPart part;
+  part.tp_group = grid_.tp > 1 ? grid_.tp_group.get() : nullptr;
+  if (grid_.pp > 1) {
+    stage_bounds_ = split_stages(stage_costs(cfg), cfg.n_layer, grid_.pp);
+    part.first_block = stage_bounds_[static_cast<size_t>(grid_.pp_rank)];
+    part.end_block = stage_bounds_[static_cast<size_t>(grid_.pp_rank) + 1];
+    part.has_embedding = grid_.first_stage();
+    part.has_head = grid_.last_stage();
+  }
+  model_ = make_model(cfg, part);  // initialised on the CPU: the same values on every device
   model_->to(device_);
-  layout_ = std::make_unique<FlatLayout>(*model_, static_cast<int64_t>(cfg.bucket_mb * (1 << 20)));
+  if (grid_.pp > 1) pipeline_ = std::make_unique<Pipeline>(cfg, grid_, *model_, device_);
+  // ZeRO-1 (issue 6 part A): the layout, and so the optimizer state, sharded over dp.
+  layout_ = std::make_unique<FlatLayout>(*model_, static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
+                                         cfg.zero >= 1 ? grid_.dp_group.get() : nullptr);
   dp_ = std::make_unique<DataParallel>(*layout_, *grid_.dp_group, !cfg.no_overlap);
   optim_ = std::make_unique<AdamW>(*layout_, cfg);
+  if (launch_.rank == 0)
+    std::fprintf(stderr, "scaleguard-run: tp=%d%s: optimizer state %lld bytes per rank\n", grid_.tp,
+                 cfg.zero >= 1 ? ", ZeRO-1 (sharded over dp)" : "", static_cast<long long>(optim_->state_bytes()));
   if (launch_.rank == 0) {
     int64_t n = 0;
     for (const auto& p : layout_->params()) n += p.numel;
@@ -61,6 +78,14 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
                  cfg.model.c_str(), static_cast<long long>(n), static_cast<long long>(n * static_cast<int64_t>(layout_->buckets()[0].params.element_size())), layout_->buckets().size(),
                  static_cast<long long>(accum_), static_cast<long long>(cfg.micro_batch),
                  static_cast<unsigned long long>(sampler_.n()));
+    if (grid_.pp > 1) {
+      std::string stages;
+      for (int st = 0; st < grid_.pp; ++st)
+        stages += " [" + std::to_string(stage_bounds_[static_cast<size_t>(st)]) + "," +
+                  std::to_string(stage_bounds_[static_cast<size_t>(st) + 1]) + ")";
+      std::fprintf(stderr, "scaleguard-run: pipeline pp=%d x dp=%d x tp=%d, schedule %s, blocks per stage:%s\n",
+                   grid_.pp, grid_.dp, grid_.tp, cfg.schedule.c_str(), stages.c_str());
+    }
   }
   if (launch_.rank == 0 && !cfg.metrics.empty()) {
     metrics_ = std::fopen(cfg.metrics.c_str(), "w");
@@ -100,6 +125,7 @@ std::pair<at::Tensor, at::Tensor> Trainer::batch(int64_t step, int64_t u) {
 
 int Trainer::run() {
   dp_->broadcast_parameters();
+  log_run();
   run_start_s_ = now_s();
   first_step_ = state_.step;
   // Pre-divide: each micro-batch's mean loss counts 1 / (micro-batches x dp ranks) of the
@@ -110,32 +136,50 @@ int Trainer::run() {
     double t0 = now_s();
     double lr = lr_at(cfg_, state_.step);
     layout_->zero_grad();
-    at::Tensor loss_sum = at::zeros({}, at::TensorOptions(at::kDouble).device(device_));
-    for (int64_t u = 0; u < accum_; ++u) {
-      auto [x, y] = batch(state_.step, u);
-      dp_->begin_backward(u == accum_ - 1);
-      at::Tensor l = model_->loss(x, y);
-      loss_sum += l.detach().to(at::kDouble);
-      (l * scale).backward();
+    double loss_sum = 0;  // this rank's micro-batch losses (the last stage's with pp)
+    PipelineStep pipe;
+    if (pipeline_) {
+      pipe = pipeline_->run([&](int64_t u) { return batch(state_.step, u); },
+                            [&](int64_t u) { dp_->begin_backward(u == accum_ - 1); }, scale);
+      loss_sum = pipe.loss_sum;
+    } else {
+      at::Tensor sum = at::zeros({}, at::TensorOptions(at::kDouble).device(device_));
+      for (int64_t u = 0; u < accum_; ++u) {
+        auto [x, y] = batch(state_.step, u);
+        dp_->begin_backward(u == accum_ - 1);
+        at::Tensor l = model_->loss(x, y);
+        sum += l.detach().to(at::kDouble);
+        (l * scale).backward();
+      }
+      loss_sum = sum.item<double>();
     }
     dp_->finish();
-    double comm_s = dp_->take_comm_seconds();
-    double grad_norm = clip_grad_norm(*layout_, cfg_.grad_clip);
+    double comm_s = dp_->take_comm_seconds() + sync_tied_embedding() + model_->take_comm_seconds();
+    // Every gradient once: over the tp and pp groups, and the dp shards under ZeRO-1.
+    double grad_norm = clip_grad_norm(*layout_, cfg_.grad_clip, {grid_.tp_group.get(), grid_.pp_group.get()});
     optim_->step(lr);
+    comm_s += optim_->take_comm_seconds();  // ZeRO-1's parameter all-gather
     ++state_.step;
     state_.position = static_cast<uint64_t>(state_.step * cfg_.global_batch);
     state_.epoch = static_cast<int64_t>(state_.position / sampler_.n());
     state_.lr = lr;
 
-    // One small all-reduce per step: the global loss and whether any rank was signalled,
-    // so every rank stops at the same step boundary.
-    double agree[2] = {loss_sum.item<double>() / static_cast<double>(accum_), stop_signal() ? 1.0 : 0.0};
-    MPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
-    loss = agree[0] / grid_.world->size();
+    // One small all-reduce per step: the global loss, whether any rank was signalled (so
+    // every rank stops at the same step boundary) and the stages' compute time. Only the
+    // last stage's world / pp ranks compute a loss.
+    double agree[3] = {loss_sum / static_cast<double>(accum_), stop_signal() ? 1.0 : 0.0, pipe.busy_s};
+    MPI_Allreduce(MPI_IN_PLACE, agree, 3, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
+    loss = agree[0] * grid_.pp / grid_.world->size();
     bool stopping = agree[1] > 0;
+    // The pipeline phase lasts until the slowest stage is done (every stage started it when
+    // the previous step's all-reduce returned); a stage's bubble is the part of it it spent
+    // not computing: waiting for activations or gradients, and sending them.
+    double pipeline_s = pipe.total_s;
+    if (pipeline_) MPI_Allreduce(MPI_IN_PLACE, &pipeline_s, 1, MPI_DOUBLE, MPI_MAX, launch_.world_comm);
+    double bubble_s = pipeline_ ? pipeline_s - agree[2] / grid_.world->size() : 0;
     double step_s = now_s() - t0;
     if (state_.step % cfg_.log_every == 0 || state_.step == cfg_.steps || stopping)
-      log_step(loss, lr, step_s, comm_s, grad_norm);
+      log_step(loss, lr, step_s, comm_s, grad_norm, pipeline_s, bubble_s);
     if (hooks.after_step) hooks.after_step(*this, stopping);
     if (stopping) {
       if (launch_.rank == 0)
@@ -148,16 +192,52 @@ int Trainer::run() {
   return kExitOk;
 }
 
-void Trainer::log_step(double loss, double lr, double step_s, double comm_s, double grad_norm) {
+double Trainer::sync_tied_embedding() {
+  if (!grid_.embedding_group || cfg_.untied_head) return 0;
+  double t0 = now_s();
+  for (const auto& p : layout_->params())
+    if (p.name == "wte.weight") grid_.embedding_group->all_reduce(p.param.grad(), ReduceOp::kSum)->wait();
+  return now_s() - t0;
+}
+
+void Trainer::log_run() {
+  // Each parameter once: tensor-parallel slices add up, replicated ones and the tied copy
+  // count where counts_in_norm says; dp replicas are divided out.
+  long long params = 0;
+  for (const auto& p : layout_->params())
+    if (model_->counts_in_norm(p.name)) params += p.numel;
+  MPI_Allreduce(MPI_IN_PLACE, &params, 1, MPI_LONG_LONG, MPI_SUM, launch_.world_comm);
+  params /= grid_.dp;
+  if (!metrics_) return;
+  std::fprintf(metrics_,
+               "{\"run\":{\"model\":\"%s\",\"n_layer\":%lld,\"n_head\":%lld,\"n_embd\":%lld,\"seq_len\":%lld,"
+               "\"vocab_size\":%lld,\"global_batch\":%lld,\"micro_batch\":%lld,\"micro_batches\":%lld,\"tp\":%d,"
+               "\"pp\":%d,\"dp\":%d,\"zero\":%lld,\"world\":%d,\"threads\":%d,\"params\":%lld,"
+               "\"schedule\":\"%s\",\"device\":\"%s\"}}\n",
+               cfg_.model.c_str(), static_cast<long long>(cfg_.n_layer), static_cast<long long>(cfg_.n_head),
+               static_cast<long long>(cfg_.n_embd), static_cast<long long>(cfg_.seq_len),
+               static_cast<long long>(cfg_.vocab_size), static_cast<long long>(cfg_.global_batch),
+               static_cast<long long>(cfg_.micro_batch), static_cast<long long>(accum_), grid_.tp, grid_.pp, grid_.dp,
+               static_cast<long long>(cfg_.zero), launch_.world, at::get_num_threads(), params,
+               grid_.pp > 1 ? cfg_.schedule.c_str() : "none", device_.is_cuda() ? "cuda" : "cpu");
+  std::fflush(metrics_);
+}
+
+void Trainer::log_step(double loss, double lr, double step_s, double comm_s, double grad_norm, double pipeline_s,
+                       double bubble_s) {
   if (launch_.rank != 0) return;
   double tokens = static_cast<double>(cfg_.global_batch * cfg_.seq_len);
   double tok_s = tokens / step_s;
   if (metrics_) {
     std::fprintf(metrics_,
                  "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"tokens_per_s\":%.1f,\"samples_per_s\":%.2f,"
-                 "\"step_ms\":%.3f,\"comm_ms\":%.3f,\"comm_fraction\":%.4f,\"grad_norm\":%.5f}\n",
+                 "\"step_ms\":%.3f,\"comm_ms\":%.3f,\"comm_fraction\":%.4f,\"grad_norm\":%.5f,"
+                 "\"pipeline_ms\":%.3f,\"bubble_fraction\":%.4f}\n",
                  static_cast<long long>(state_.step), loss, lr, tok_s, cfg_.global_batch / step_s, step_s * 1e3,
-                 comm_s * 1e3, comm_s / step_s, grad_norm);
+                 comm_s * 1e3, comm_s / step_s, grad_norm, pipeline_s * 1e3,
+                 // A stage that left the previous step's all-reduce before rank 0 started this
+                 // step earlier: its span may exceed rank 0's step.
+                 bubble_s / std::max(step_s, pipeline_s));
     std::fflush(metrics_);
   }
   if (!cfg_.quiet) {
@@ -170,11 +250,19 @@ void Trainer::log_step(double loss, double lr, double step_s, double comm_s, dou
   }
 }
 
+std::vector<std::pair<std::string, at::Tensor>> Trainer::all_parameters() const {
+  if (grid_.pp > 1) return gather_parameters(*layout_, *model_, *grid_.pp_group);
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : layout_->params())  // tensor parallel: the whole tensor from the tp slices
+    out.emplace_back(p.name, grid_.tp > 1 ? gather_slices(p.param.detach(), p.slice, *grid_.tp_group) : p.param.detach());
+  return out;
+}
+
 std::string Trainer::params_checksum() const {
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
-  for (const auto& p : layout_->params()) {
-    at::Tensor t = p.param.detach().cpu().contiguous();
+  for (const auto& [name, param] : all_parameters()) {
+    at::Tensor t = param.cpu().contiguous();
     XXH3_64bits_update(st, t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
   }
   char hex[17];
@@ -185,9 +273,13 @@ std::string Trainer::params_checksum() const {
 
 void Trainer::finish_run(double loss) {
   std::string sum = params_checksum();
-  // Data parallel keeps identical replicas: a differing checksum is a bug, say so loudly.
+  // Data parallel keeps identical replicas (and with pp every stage gathered the same
+  // whole model): a differing checksum is a bug, say so loudly.
   std::vector<char> all(17 * static_cast<size_t>(launch_.world));
   MPI_Allgather(sum.c_str(), 17, MPI_CHAR, all.data(), 17, MPI_CHAR, launch_.world_comm);
+  // Gathered before rank 0 returns: with pp > 1 this is collective over the pp group.
+  std::vector<std::pair<std::string, at::Tensor>> params;
+  if (!cfg_.dump_params.empty()) params = all_parameters();
   if (launch_.rank != 0) return;
   for (int r = 1; r < launch_.world; ++r)
     if (sum != &all[17 * static_cast<size_t>(r)])
@@ -206,13 +298,13 @@ void Trainer::finish_run(double loss) {
     FILE* f = std::fopen(cfg_.dump_params.c_str(), "wb");
     if (!f) throw RunError("cannot write '" + cfg_.dump_params + "': " + std::strerror(errno));
     std::fwrite("SGPARAMS", 1, 8, f);
-    uint32_t n = static_cast<uint32_t>(layout_->params().size());
+    uint32_t n = static_cast<uint32_t>(params.size());
     std::fwrite(&n, 4, 1, f);
-    for (const auto& p : layout_->params()) {
-      at::Tensor t = p.param.detach().to(at::kFloat).cpu().contiguous();
-      uint32_t len = static_cast<uint32_t>(p.name.size()), ndim = static_cast<uint32_t>(t.dim());
+    for (const auto& [name, param] : params) {
+      at::Tensor t = param.to(at::kFloat).cpu().contiguous();
+      uint32_t len = static_cast<uint32_t>(name.size()), ndim = static_cast<uint32_t>(t.dim());
       std::fwrite(&len, 4, 1, f);
-      std::fwrite(p.name.data(), 1, len, f);
+      std::fwrite(name.data(), 1, len, f);
       std::fwrite(&ndim, 4, 1, f);
       std::fwrite(t.sizes().data(), 8, ndim, f);
       std::fwrite(t.data_ptr(), 4, static_cast<size_t>(t.numel()), f);

@@ -1,6 +1,6 @@
 // The training loop, top to bottom in Trainer::run(). Strategies plug in through the
-// process grid (which group to talk to) and the gradient synchroniser; data parallel is
-// the one implemented now.
+// process grid (which group to talk to), the model part this rank builds, the gradient
+// synchroniser (data parallel over the dp group) and, with pp > 1, the pipeline schedule.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -16,6 +16,7 @@
 #include "launch.h"
 #include "model.h"
 #include "optim.h"
+#include "pipeline.h"
 #include "tokens.h"
 
 namespace scaleguard::run {
@@ -61,13 +62,22 @@ class Trainer {
   AdamW& optimizer() { return *optim_; }
   at::Tensor rng_state() const;                // default CPU generator
   void set_rng_state(const at::Tensor& state);
-  std::string params_checksum() const;         // XXH3-64 hex over all parameters, name order
+  // XXH3-64 hex over all parameters of the whole model, name order. With pp > 1 the stages'
+  // parameters are gathered first: then it is collective over grid().pp_group.
+  std::string params_checksum() const;
   TrainHooks hooks;
 
  private:
   // (micro, T) inputs and targets ((micro, T) or (micro)) for micro-batch u of `step`.
   std::pair<at::Tensor, at::Tensor> batch(int64_t step, int64_t u);
-  void log_step(double loss, double lr, double step_s, double comm_s, double grad_norm);
+  void log_run();  // the metrics file's first line: what ran, for planner calibration
+  // pipeline_s: the pipeline phase (slowest stage); bubble_s: a stage's mean idle time in it.
+  void log_step(double loss, double lr, double step_s, double comm_s, double grad_norm, double pipeline_s,
+                double bubble_s);
+  // The whole model's parameters by name (gathered over the pp group when pp > 1).
+  std::vector<std::pair<std::string, at::Tensor>> all_parameters() const;
+  // Sums the tied embedding's gradient between the first and last stage; returns seconds.
+  double sync_tied_embedding();
   void finish_run(double loss);
 
   const Config& cfg_;
@@ -80,6 +90,8 @@ class Trainer {
   std::unique_ptr<FlatLayout> layout_;
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<AdamW> optim_;
+  std::unique_ptr<Pipeline> pipeline_;  // pp > 1
+  std::vector<int64_t> stage_bounds_;   // pp > 1: stage s runs blocks [b[s], b[s+1])
   TrainState state_;
   int64_t accum_ = 1;
   double run_start_s_ = 0;

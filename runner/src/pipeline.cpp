@@ -1,0 +1,218 @@
+#include "pipeline.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+namespace scaleguard::run {
+namespace {
+
+// One tag per direction: messages between two stages in one direction arrive in the order
+// sent (MPI's non-overtaking rule), so micro-batch order needs no tag of its own.
+constexpr int kTagForward = 0;
+constexpr int kTagBackward = 1;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+StageCosts stage_costs(const Config& cfg) {
+  const double C = static_cast<double>(cfg.n_embd), T = static_cast<double>(cfg.seq_len),
+               V = static_cast<double>(cfg.vocab_size);
+  StageCosts c;
+  c.embedding = 2 * C;
+  c.block = 24 * C * C + 4 * T * C;
+  c.head = 2 * C * V + V;
+  return c;
+}
+
+std::vector<int64_t> split_stages(const StageCosts& costs, int64_t n_layer, int pp) {
+  if (pp < 1 || pp > n_layer)
+    throw RunError("cannot split " + std::to_string(n_layer) + " GPT blocks into pp=" + std::to_string(pp) +
+                   " stages of at least one block each");
+  // cost(s, a, b): stage s running blocks [a, b).
+  auto cost = [&](int s, int64_t a, int64_t b) {
+    double c = static_cast<double>(b - a) * costs.block;
+    if (s == 0) c += costs.embedding;
+    if (s == pp - 1) c += costs.head;
+    return c;
+  };
+  // best[s][b]: the smallest possible maximum stage cost when stages 0..s-1 run blocks [0, b).
+  const double inf = std::numeric_limits<double>::infinity();
+  const size_t L = static_cast<size_t>(n_layer);
+  std::vector<std::vector<double>> best(static_cast<size_t>(pp) + 1, std::vector<double>(L + 1, inf));
+  std::vector<std::vector<int64_t>> from(static_cast<size_t>(pp) + 1, std::vector<int64_t>(L + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= pp; ++s)
+    for (int64_t b = s; b <= n_layer; ++b)
+      for (int64_t a = s - 1; a < b; ++a) {
+        double v = std::max(best[static_cast<size_t>(s - 1)][static_cast<size_t>(a)], cost(s - 1, a, b));
+        // Strictly better only: among equal maxima the earliest cut wins, so every rank
+        // computes the same split.
+        if (v < best[static_cast<size_t>(s)][static_cast<size_t>(b)]) {
+          best[static_cast<size_t>(s)][static_cast<size_t>(b)] = v;
+          from[static_cast<size_t>(s)][static_cast<size_t>(b)] = a;
+        }
+      }
+  std::vector<int64_t> bounds(static_cast<size_t>(pp) + 1);
+  bounds[static_cast<size_t>(pp)] = n_layer;
+  for (int s = pp; s > 0; --s)
+    bounds[static_cast<size_t>(s - 1)] = from[static_cast<size_t>(s)][static_cast<size_t>(bounds[static_cast<size_t>(s)])];
+  return bounds;
+}
+
+Pipeline::Pipeline(const Config& cfg, ProcessGrid& grid, LanguageModel& model, at::Device device)
+    : cfg_(cfg), grid_(grid), model_(model), device_(device) {}
+
+at::Tensor Pipeline::recv_forward() {
+  at::Tensor a = at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
+  grid_.pp_group->recv(a, grid_.pp_rank - 1, kTagForward);
+  return a.requires_grad_(true);
+}
+
+void Pipeline::send_forward(const at::Tensor& activations) {
+  grid_.pp_group->send(activations.detach().contiguous(), grid_.pp_rank + 1, kTagForward);
+}
+
+at::Tensor Pipeline::recv_backward() {
+  at::Tensor g = at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
+  grid_.pp_group->recv(g, grid_.pp_rank + 1, kTagBackward);
+  return g;
+}
+
+void Pipeline::send_backward(const InFlight& f) {
+  grid_.pp_group->send(f.input.grad().contiguous(), grid_.pp_rank - 1, kTagBackward);
+}
+
+Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
+                                     const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch,
+                                     double scale, PipelineStep& out) {
+  InFlight f;
+  std::pair<at::Tensor, at::Tensor> xy;
+  if (grid_.first_stage() || grid_.last_stage()) xy = batch(u);
+  f.input = grid_.first_stage() ? xy.first : std::move(input);
+  double t0 = now_s();
+  if (grid_.last_stage()) {
+    at::Tensor l = model_.loss(f.input, xy.second);
+    out.loss_sum += l.detach().item<double>();
+    f.output = l * scale;
+  } else {
+    f.output = model_.forward(f.input);
+  }
+  out.busy_s += now_s() - t0;
+  if (!grid_.last_stage()) send_forward(f.output);
+  return f;
+}
+
+void Pipeline::backward(int64_t u, InFlight& f, const at::Tensor& grad,
+                        const std::function<void(int64_t)>& before_backward, PipelineStep& out) {
+  before_backward(u);
+  double t0 = now_s();
+  if (grid_.last_stage()) f.output.backward();
+  else f.output.backward(grad);
+  out.busy_s += now_s() - t0;
+}
+
+PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch,
+                           const std::function<void(int64_t)>& before_backward, double scale) {
+  PipelineStep out;
+  const double t0 = now_s();
+  const int64_t m = cfg_.micro_batches;
+  const bool first = grid_.first_stage(), last = grid_.last_stage();
+  // Sends are blocking (a large message waits for its receive), so each pair of
+  // neighbours must post matching operations in the same order. Both schedules below
+  // keep that order: between stages s and s+1, s sends activations before it waits for a
+  // gradient, and s+1 receives the next activations before it sends a gradient back.
+  // The input of a forward: received from the stage before (none on the first stage).
+  auto next_input = [&] { return first ? at::Tensor() : recv_forward(); };
+  // Backward of f, then its input gradient to the stage before.
+  auto backward_and_send = [&](int64_t u, InFlight& f) {
+    backward(u, f, last ? at::Tensor() : recv_backward(), before_backward, out);
+    if (!first) send_backward(f);
+    f = InFlight{};  // free the activations as soon as they are done with
+  };
+  std::vector<InFlight> live(static_cast<size_t>(m));
+  if (cfg_.schedule == "gpipe") {
+    // All forwards, then all backwards in the same micro-batch order.
+    for (int64_t u = 0; u < m; ++u) live[static_cast<size_t>(u)] = forward(u, next_input(), batch, scale, out);
+    for (int64_t u = 0; u < m; ++u) backward_and_send(u, live[static_cast<size_t>(u)]);
+  } else {
+    // 1F1B: stage s runs pp-1-s warm-up forwards, then alternates one forward and one
+    // backward, then drains the remaining backwards. At most pp-s micro-batches are in
+    // flight, instead of all m with GPipe.
+    const int64_t warmup = std::min<int64_t>(grid_.pp - 1 - grid_.pp_rank, m);
+    int64_t u = 0, done = 0;
+    for (; u < warmup; ++u) live[static_cast<size_t>(u)] = forward(u, next_input(), batch, scale, out);
+    at::Tensor input = u < m ? next_input() : at::Tensor();
+    for (; u < m; ++u) {
+      live[static_cast<size_t>(u)] = forward(u, std::move(input), batch, scale, out);
+      InFlight& f = live[static_cast<size_t>(done)];
+      backward(done, f, last ? at::Tensor() : recv_backward(), before_backward, out);
+      // The next forward's input is received before this gradient leaves: the stage
+      // before sends it first (see above).
+      if (u + 1 < m) input = next_input();
+      if (!first) send_backward(f);
+      f = InFlight{};
+      ++done;
+    }
+    for (; done < m; ++done) backward_and_send(done, live[static_cast<size_t>(done)]);
+  }
+  out.total_s = now_s() - t0;
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayout& layout, const LanguageModel& model,
+                                                                  Communicator& pp_group) {
+  // This stage's parameters as one float buffer and a text index "name dim dim...\n".
+  std::string index;
+  std::vector<at::Tensor> mine;
+  for (const auto& p : layout.params()) {
+    if (model.holds_tied_copy() && p.name == "wte.weight") continue;
+    index += p.name;
+    for (int64_t d : p.param.sizes()) index += " " + std::to_string(d);
+    index += "\n";
+    mine.push_back(p.param.detach().to(at::kFloat).cpu().reshape({-1}));
+  }
+  at::Tensor flat = mine.empty() ? at::empty({0}, at::kFloat) : at::cat(mine);
+  // Sizes of every stage's index and buffer, then each stage broadcasts both in turn.
+  const int n = pp_group.size();
+  at::Tensor sizes = at::zeros({2 * n}, at::kLong);
+  at::Tensor own = at::tensor({static_cast<int64_t>(index.size()), flat.numel()}, at::kLong);
+  pp_group.all_gather(own, sizes)->wait();
+  std::vector<std::pair<std::string, at::Tensor>> all;
+  for (int r = 0; r < n; ++r) {
+    int64_t index_len = sizes[2 * r].item<int64_t>(), numel = sizes[2 * r + 1].item<int64_t>();
+    at::Tensor text = at::empty({index_len}, at::kByte), data = at::empty({numel}, at::kFloat);
+    if (r == pp_group.rank()) {
+      std::copy(index.begin(), index.end(), text.data_ptr<uint8_t>());
+      data.copy_(flat);
+    }
+    pp_group.broadcast(text, r)->wait();
+    pp_group.broadcast(data, r)->wait();
+    std::istringstream lines(std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()),
+                                         static_cast<size_t>(index_len)));
+    std::string line;
+    int64_t offset = 0;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string name;
+      fields >> name;
+      std::vector<int64_t> shape;
+      for (int64_t d; fields >> d;) shape.push_back(d);
+      at::Tensor t = data.narrow(0, offset, c10::multiply_integers(shape)).view(shape);
+      offset += t.numel();
+      all.emplace_back(name, t);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return all;
+}
+
+}  // namespace scaleguard::run

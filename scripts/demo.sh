@@ -145,10 +145,11 @@ say "checkpoint on disk: $ckpt/$(cat "$ckpt/latest")"
 say "\$ scancel --signal=USR1 --batch $job"
 scancel --signal=USR1 --batch "$job"
 # The batch script requeues the job; Slurm holds a requeued job back for its requeue delay
-# (cred_expire, 120 s by default): start it now.
+# (cred_expire, 120 s by default). Start it 2 s on instead: a slurmd refuses a job relaunched
+# within the second it killed the job ("already killed": its credential counts as revoked).
 for ((i = 0; i < 600; i++)); do
   state=$(squeue -h -j "$job" -t all -o %T)
-  [ "$state" = PENDING ] && scontrol update jobid="$job" StartTime=now 2>/dev/null && break
+  [ "$state" = PENDING ] && scontrol update jobid="$job" StartTime=now+2 2>/dev/null && break
   [ "$state" = RUNNING ] || [ "$state" = COMPLETING ] || [ "$state" = REQUEUED ] ||
     { tail -n 30 "$out/train.log" >&2; die "job $job is $state instead of requeued"; }
   sleep 0.2

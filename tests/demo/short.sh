@@ -21,7 +21,7 @@ cat "$out/demo.txt"
 
 has() { grep -qE -- "$1" "$out/demo.txt" || fail "${2:-output lacks /$1/}"; }
 has 'distributed_min_gpu_hours' "step 1: no refusal by the 100 GPU-hour rule"
-has 'single GPU [0-9.]+ h for ~\$[0-9,]+ .* vs 8 GPUs' "step 1: no single-vs-distributed comparison"
+has 'single GPU [0-9.]+ h for ~\$[0-9.,]+ .* vs 8 GPUs' "step 1: no single-vs-distributed comparison"
 has 'plan in the job: strategy=single gpus=1' "step 2: the accepted job did not get its plan"
 has 'Comment=scaleguard: .*gpus=16 nodes=2' "step 3: no multi-node plan in scontrol show job"
 has 'Requeue=1' "step 3: the plan did not turn on requeue"

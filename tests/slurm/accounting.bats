@@ -114,10 +114,11 @@ setup_file() {
   scontrol requeue "$AC_REQ"
   scancel "$AC_CANCEL" "$AC_NEVER"
   # A requeued job may start again only after Slurm's requeue delay (cred_expire, 120 s by
-  # default): move its begin time to now. The update fails until the requeue has put it
-  # back to PENDING.
+  # default): move its begin time to 2 s from now (not now: a slurmd refuses a relaunch within
+  # the second it killed the job, "already killed"). The update fails until the requeue has
+  # put it back to PENDING.
   for ((i = 0; i < 100; i++)); do
-    scontrol update jobid="$AC_REQ" StartTime=now 2>/dev/null && break
+    scontrol update jobid="$AC_REQ" StartTime=now+2 2>/dev/null && break
     sleep 0.2
   done
   wait_sacct "$AC_WIDE:COMPLETED" "$AC_OK:COMPLETED" "$AC_FAIL:FAILED" \

@@ -260,6 +260,11 @@ void check_against_world(Config& cfg, int world) {
   if (cfg.tp > 1 && cfg.n_head % cfg.tp != 0)
     throw RunError("tensor parallel: tp=" + std::to_string(cfg.tp) + " does not divide n-head=" +
                    std::to_string(cfg.n_head) + " (each rank holds whole attention heads)");
+  // Under ZeRO-1 each stage holds only its shard of the reduced wte gradient, and the two
+  // stages' shards cover different elements: the tied sum across stages needs whole tensors.
+  if (cfg.zero >= 1 && cfg.pp > 1 && cfg.model == "gpt" && !cfg.untied_head)
+    throw RunError("ZeRO-1 with pipeline stages (pp=" + std::to_string(cfg.pp) +
+                   ") needs --untied-head: the tied embedding's gradient is not summed across stages on shards yet");
   // The checkpoint writer splits whole tensors over dp ranks; tp slices, ZeRO shards
   // (FlatParam::slice, OptimTensor::offset) and pipeline stages (each holds other
   // parameters; the last one a tied copy of wte.weight) are not written yet.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tensor parallel combined on 4 ranks (oversubscribed): tp=2 x dp=2 with ZeRO-1, and
-# tp=2 x pp=2, each trains what 1 process trains accumulating the same two micro-batches
+# Tensor parallel and ZeRO combined on 4 ranks (oversubscribed): tp=2 x dp=2 with ZeRO-1,
+# tp=2 x pp=2 and pp=2 x dp=2 with ZeRO-1, each trains what 1 process trains accumulating the same two micro-batches
 # (loss at every step within 1e-5; tp x dp also the final parameters).
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
@@ -25,4 +25,9 @@ same_losses "tp=2 x dp=2 zero=1" tpdp.jsonl
 mpi 4 "${args[@]}" --tp 2 --pp 2 --micro-batches 2 --metrics tppp.jsonl 2> tppp.log ||
   { cat tppp.log; fail "tp=2 x pp=2 failed"; }
 same_losses "tp=2 x pp=2" tppp.jsonl
-echo "tp=2 x dp=2 (ZeRO-1) and tp=2 x pp=2 equal a single process (final loss $(final_field tpdp.jsonl loss))"
+# ZeRO-1 on pipeline stages (untied head: the tied one is refused with pp and ZeRO).
+"$run" "${args[@]}" --untied-head --micro-batch 4 --metrics one.jsonl
+mpi 4 "${args[@]}" --untied-head --pp 2 --dp 2 --zero 1 --metrics ppdp.jsonl 2> ppdp.log ||
+  { cat ppdp.log; fail "pp=2 x dp=2 zero=1 failed"; }
+same_losses "pp=2 x dp=2 zero=1" ppdp.jsonl
+echo "tp=2 x dp=2 (ZeRO-1), tp=2 x pp=2 and pp=2 x dp=2 (ZeRO-1) equal a single process (final loss $(final_field tpdp.jsonl loss))"

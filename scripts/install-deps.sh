@@ -20,6 +20,7 @@ packages=(
   libhdf5-dev hdf5-tools python3-h5py
   # data and tools used by tests, demo and reports
   bats bats-assert bats-support fortunes jq procps psmisc util-linux e2fsprogs chromium
+  python3-yaml groff-base man-db
 )
 
 missing=()

@@ -55,12 +55,15 @@ bool write_root_file(const std::string& path, const std::string& text) {
                 config().plan_dir.c_str());
     return false;
   }
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  const bool written = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  // A unique temporary name: several slurmd of one host (multiple-slurmd, the dev cluster)
+  // run this job's prolog at the same moment into the same plan_dir.
+  std::string tmp = path + ".XXXXXX";
+  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  const bool written = fd >= 0 && fchmod(fd, 0644) == 0 &&
+                       write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   if (fd >= 0) close(fd);
   if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
+    if (fd >= 0) unlink(tmp.c_str());
     slurm_error("scaleguard: cannot write %s", path.c_str());
     return false;
   }

@@ -12,6 +12,10 @@ load "$bats_load_library_path/bats-assert/load"
 : "${SCALEGUARD_DEV_DIR:=$SCALEGUARD_BUILD_DIR/dev-cluster}"
 : "${SCALEGUARD_TEST_USER:=sguser}"
 export SCALEGUARD_SOURCE_DIR SCALEGUARD_BUILD_DIR SCALEGUARD_DEV_DIR SCALEGUARD_TEST_USER
+# A hang guard per test (a job that never starts must fail its test, not the whole file's
+# ctest timeout); generous because the CI machine is loaded.
+: "${BATS_TEST_TIMEOUT:=240}"
+export BATS_TEST_TIMEOUT
 
 # Exports SLURM_CONF and PATH for the dev cluster; fails when it is not up.
 cluster_env() {

@@ -19,7 +19,7 @@ packages=(
   # HDF5 checkpoints
   libhdf5-dev hdf5-tools python3-h5py
   # data and tools used by tests, demo and reports
-  bats bats-assert bats-support fortunes jq procps psmisc util-linux e2fsprogs chromium
+  bats bats-assert bats-support fortunes jq procps psmisc util-linux iproute2 e2fsprogs chromium
   python3-yaml groff-base man-db
 )
 

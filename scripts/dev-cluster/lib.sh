@@ -50,3 +50,56 @@ stop_pids() {
     wait_gone "$pid" 100 || { kill -KILL "$pid" 2>/dev/null; wait_gone "$pid" 20; }
   done
 }
+
+# --- network namespaces (SCALEGUARD_NETNS=1) ----------------------------------------------
+# Each slurmd runs in its own network namespace, joined to a bridge in the host's namespace by a
+# veth pair: node i has address <net>.1<i>, the bridge (slurmctld, srun, slurmdbd's clients)
+# <net>.1. `up` records what it created in $run_dir/netns so `down` removes exactly that.
+netns_file=$run_dir/netns
+
+# netns_names INDEX: sets net (10.x.y), bridge and per-node ns/veth names for a cluster index
+# (0..3999, from its port: clusters in different state directories do not collide).
+netns_names() {
+  netns_idx=$1
+  net=10.$((100 + netns_idx / 256)).$((netns_idx % 256))
+  bridge=sgbr$netns_idx
+}
+netns_of() { echo "scaleguard-$netns_idx-$1"; }  # netns_of NODE (after netns_names)
+
+# netns_create INDEX: the bridge and one namespace per node, each with lo up and a default route.
+netns_create() {
+  local i=0 n ns host_if node_if
+  netns_names "$1"
+  # Leftovers of a cluster whose state directory was wiped carry our names: remove them.
+  ip link del "$bridge" 2>/dev/null || true
+  for n in "${nodes[@]}"; do ip netns del "$(netns_of "$n")" 2>/dev/null || true; done
+  ip link add "$bridge" type bridge || die "cannot create bridge $bridge (needs CAP_NET_ADMIN)"
+  echo "bridge $bridge" > "$netns_file"
+  ip addr add "$net.1/24" dev "$bridge"
+  ip link set "$bridge" up
+  for n in "${nodes[@]}"; do
+    i=$((i + 1)); ns=$(netns_of "$n"); host_if=sg${netns_idx}h$i; node_if=sg${netns_idx}n$i
+    ip netns add "$ns" || die "cannot create network namespace $ns"
+    echo "netns $ns" >> "$netns_file"
+    ip link add "$host_if" type veth peer name "$node_if"
+    ip link set "$node_if" netns "$ns"
+    ip link set "$host_if" master "$bridge" up
+    ip -n "$ns" addr add "$net.1$i/24" dev "$node_if"
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set "$node_if" up
+    ip -n "$ns" route add default via "$net.1"
+  done
+}
+
+# netns_remove: what netns_create recorded (deleting a namespace deletes its veth pair).
+netns_remove() {
+  local kind name
+  [ -r "$netns_file" ] || return 0
+  while read -r kind name; do
+    case $kind in
+      netns) ip netns del "$name" 2>/dev/null ;;
+      bridge) ip link del "$name" 2>/dev/null ;;
+    esac
+  done < <(tac "$netns_file")
+  rm -f "$netns_file"
+}

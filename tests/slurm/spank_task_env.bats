@@ -5,7 +5,7 @@
 load helpers
 
 setup_file() { cluster_env; }
-# A node's NodeAddr as slurmctld reports it (127.0.0.1 on the dev cluster: its node names do
+# A node's NodeAddr as slurmctld reports it (127.0.0.1 on the loopback dev cluster: its node names do
 # not resolve, so MASTER_ADDR must be this address).
 node_addr() { scontrol show node "$1" | tr ' ' '\n' | sed -n 's/^NodeAddr=//p'; }
 setup() {
@@ -39,26 +39,7 @@ show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PO
 }
 
 @test "MASTER_ADDR:MASTER_PORT reaches rank 0 from the other node" {
-  cat > "$work/rendezvous.py" <<'EOF'
-import os, socket, time
-addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-if rank == 0:
-    server = socket.create_server((addr, port))
-    for _ in range(world - 1):
-        conn, _ = server.accept()
-        print("rank 0 got:", conn.recv(100).decode())
-        conn.close()
-else:
-    for _ in range(300):  # until rank 0 listens: a hang guard, not a measurement
-        try:
-            conn = socket.create_connection((addr, port))
-            break
-        except OSError:
-            time.sleep(0.1)
-    conn.sendall(f"rank {rank} on {os.environ['SLURMD_NODENAME']}".encode())
-EOF
-  run srun -N2 -n2 --time=5 python3 "$work/rendezvous.py"
+  run srun -N2 -n2 --time=5 python3 "$SCALEGUARD_SOURCE_DIR/tests/slurm/data/rendezvous.py"
   assert_success
   assert_line "rank 0 got: rank 1 on gpu-st-p4d-2"
 }

@@ -96,5 +96,37 @@ same_losses() {
     fail "losses of $2 differ from the uninterrupted run's $1"
 }
 
+# train_ok NAME NP ARGS...: train on NP ranks with log $WORK/NAME.log and metrics
+# $WORK/NAME.jsonl; the log is shown, and a failed run fails the test.
+train_ok() {
+  local name=$1 np=$2
+  shift 2
+  train "$np" "$WORK/$name.log" "$@" --metrics "$WORK/$name.jsonl" ||
+    { cat "$WORK/$name.log" >&2; fail "run '$name' failed"; }
+  cat "$WORK/$name.log" >&2
+}
+
+# reference NP ARGS...: the uninterrupted run "ref" that interrupted and resumed runs are
+# compared with; REF is its final params_checksum.
+reference() {
+  train_ok ref "$@"
+  REF=$(checksum "$WORK/ref.jsonl")
+  [ -n "$REF" ] || fail "no params_checksum in the uninterrupted run's metrics"
+}
+
+# same_checksum NAME: run NAME ended with the reference's params_checksum.
+same_checksum() {
+  local got
+  got=$(checksum "$WORK/$1.jsonl")
+  [ "$got" = "$REF" ] || fail "params_checksum $got of run '$1' differs from the uninterrupted run's $REF"
+}
+
+# same_as_reference NAME: every step run NAME logged has the reference's loss, and it ended
+# with the reference's params_checksum.
+same_as_reference() {
+  same_losses "$WORK/ref.jsonl" "$WORK/$1.jsonl"
+  same_checksum "$1"
+}
+
 # resumed_step LOG: N from "resumed from step-N".
 resumed_step() { sed -n 's/.*resumed from step-0*\([0-9][0-9]*\) .*/\1/p' "$1" | head -1; }

@@ -79,7 +79,8 @@ int run(int argc, char** argv) {
   po::variables_map vm;
   const char* usage =
       "usage: scaleguard calibrate --metrics FILE [--hardware host|GPU-TYPE|INSTANCE] [--peak-gflops G]\n"
-      "                            [--link-gb-s B] [--ranks-per-node N] [--efficiency E] [--skip N] [--json]";
+      "                            [--link-gb-s B] [--network-gb-s B] [--ranks-per-node N] [--efficiency E]\n"
+      "                            [--skip N] [--catalog FILE] [--json]";
   if (auto rc = parse_args(argc, argv, desc, vm, usage)) return *rc;
   auto skip = int_option(vm, "skip", 0, 1000000);
   if (!skip) return 2;

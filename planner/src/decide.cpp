@@ -249,6 +249,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     goals.distributed_min_gpu_hours =
         j.on(RuleId::distributed_min_gpu_hours) ? j.threshold(RuleId::distributed_min_gpu_hours) : 0;
     goals.deadline_hours = job.deadline_hours;
+    goals.max_zero_stage = policy.max_zero_stage;
     goals.explain = false;  // reasons are written once, for the plan that is kept
 
     Workload w{model.value(), job.tokens, 0};

@@ -184,7 +184,9 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
         {"catalog", ini::Field::text, &catalog_path, 0, 0, false, "path of the catalog, relative to this file"},
         {"checkpoint_roots", ini::Field::text, &roots, 0, 0, false, "comma list of directories, e.g. /scratch,/fsx"},
         {"node_mtbf_hours", ini::Field::number, &mtbf, 1, 1e7, false, "hours"},
-        {"signal_before_s", ini::Field::integer, &policy->signal_before_s, 10, 86400, false, "seconds"}});
+        {"signal_before_s", ini::Field::integer, &policy->signal_before_s, 10, 86400, false, "seconds"},
+        {"max_zero_stage", ini::Field::integer, &policy->max_zero_stage, 0, 3, false,
+         "0-3: 1 for scaleguard-run (ZeRO-1), 3 for a DeepSpeed/FSDP runner"}});
     if (!ok) return ok.error();
     policy->node_mtbf_hours = mtbf;
     for (auto& r : text::split(roots, ',')) {
@@ -296,6 +298,7 @@ std::string describe(const Policy& p) {
   out += p.checkpoint_roots.empty() ? " (none: any directory)\n" : "\n";
   const double mtbf = p.node_mtbf_hours > 0 ? p.node_mtbf_hours : p.catalog.assumptions.node_mtbf_hours;
   out += "node MTBF " + text::num(mtbf, 0) + " h, signal " + std::to_string(p.signal_before_s) + " s before the end\n";
+  out += "plans use ZeRO stages up to " + std::to_string(p.max_zero_stage) + " (max_zero_stage)\n";
   for (const auto& part : p.partitions) {
     out += "\n[partition " + part.name + "]" + (part.is_default ? " (default)" : "") + "\n";
     const double price = part.capacity == Capacity::spot ? part.inst.spot : part.inst.on_demand;

@@ -30,7 +30,8 @@ struct RungResult {
   std::optional<Plan> no_progress;  // a layout that fits memory but whose failures outpace progress
 };
 
-RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int gpus, const Pins& pins) {
+RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int gpus, const Pins& pins,
+                       const Goals& goals) {
   RungResult r;
   const ModelSpec& m = w.model;
   const int gpn = std::max(1, hw.gpus_per_node);
@@ -62,6 +63,8 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
       int zlo = 0, zhi = 0;
       if (rung == Strategy::zero) zlo = 1, zhi = 3;
       else if (tensor || pipeline) zhi = dp > 1 ? 1 : 0;  // ZeRO-1 combines with model parallelism
+      // Never propose a stage the runner cannot execute (policy max_zero_stage).
+      zhi = std::min(zhi, goals.max_zero_stage);
       const int local = (B + dp - 1) / dp;
       for (int zero = zlo; zero <= zhi; ++zero) {
         if (pins.zero && *pins.zero != zero) continue;
@@ -95,6 +98,12 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
     }
   }
   return r;
+}
+
+// " (ZeRO-1 at most, max_zero_stage)" for the zero rung when the runner caps the stage.
+std::string capped_zero(Strategy rung, const Goals& goals) {
+  if (rung != Strategy::zero || goals.max_zero_stage >= 3) return "";
+  return text::format(" (ZeRO-%d at most, max_zero_stage)", goals.max_zero_stage);
 }
 
 // What a rung must keep within max_comm_ratio to "meet the policy": all time that is not
@@ -149,13 +158,13 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
   std::optional<Plan> no_progress;
   for (Strategy rung : kLadder) {
     if (pins.strategy && *pins.strategy != rung) continue;
-    RungResult r = search_rung(rung, w, hw, gpus, pins);
+    RungResult r = search_rung(rung, w, hw, gpus, pins, goals);
     if (!r.any) continue;
     if (least_memory == 0 || (r.least_memory > 0 && r.least_memory < least_memory)) least_memory = r.least_memory;
     if (!r.fits) {
       if (r.no_progress && !no_progress) no_progress = r.no_progress;
       if (goals.explain)
-        skipped.push_back(std::string(to_string(rung)) +
+        skipped.push_back(std::string(to_string(rung)) + capped_zero(rung, goals) +
                           (r.no_progress ? " fits in memory but " + outpaced(*r.no_progress)
                                          : " does not fit (needs at least " + gib(r.least_memory) + " per GPU > " +
                                                text::num(hw.gpu.memory_gib, 0) + " GiB)"));
@@ -198,8 +207,13 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
                        "per step divisible by pp"
                      : "pick a GPU count the strategy can split (e.g. a multiple of the pinned tp*pp)"};
   return Error{w.model.name + " does not fit " + what + text::format("%d GPU(s) of ", gpus) + hw.gpu.name +
-                   ": needs at least " + gib(least_memory) + " per GPU",
-               "", 0, "gpus", "ask for more GPUs, a larger GPU, or allow sharding/model parallelism"};
+                   ": needs at least " + gib(least_memory) + " per GPU" +
+                   (goals.max_zero_stage < 3 ? text::format(" with ZeRO stages up to %d (max_zero_stage)", goals.max_zero_stage) : ""),
+               "", 0, "gpus",
+               goals.max_zero_stage < 3
+                   ? "ask for more GPUs or a larger GPU; higher ZeRO stages need a runner that implements them "
+                     "(policy max_zero_stage)"
+                   : "ask for more GPUs, a larger GPU, or allow sharding/model parallelism"};
 }
 
 Result<Plan> fewest_gpus_plan(const Workload& w, const Hardware& hw, int from, const Pins& pins, const Goals& goals) {

@@ -119,6 +119,7 @@ struct Goals {
   double distributed_min_gpu_hours = 100;
   double deadline_hours = 0;     // > 0: fewest GPUs that finish within it
   int max_gpus = 65536;
+  int max_zero_stage = 3;        // highest ZeRO stage the runner executing the plan implements
   bool explain = true;           // false: no reasons[] (decide() explains only the plan it keeps)
 };
 

@@ -64,6 +64,7 @@ struct Policy {
   std::vector<std::string> checkpoint_roots;
   double node_mtbf_hours = 0;               // from the policy, else the catalog's assumption
   int signal_before_s = 300;                // --signal=B:USR1@this when checkpointing is required
+  int max_zero_stage = 1;                   // highest ZeRO stage plans may use: what the runner does
   const Partition* find_partition(const std::string& name) const;  // nullptr if absent
   const Partition* default_partition() const;
 };

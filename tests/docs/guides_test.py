@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from man_test import help_options  # noqa: E402  one parser for --help texts
+from options import command_options, help_commands, help_options  # noqa: E402
 
 SRC = os.environ["SCALEGUARD_SOURCE_DIR"]
 BIN = os.environ["SCALEGUARD_BIN"]
@@ -39,8 +39,7 @@ def options_of(*cmd):
 
 
 def install_options():
-    text = subprocess.run([INSTALL, "--help"], capture_output=True, text=True, check=True).stdout
-    return set(re.findall(r"^\s+(?:-h, )?--([a-z][a-z0-9-]*)", text, re.M)) - {"help"}
+    return help_options(subprocess.run([INSTALL, "--help"], capture_output=True, text=True, check=True).stdout)
 
 
 def commands(path):
@@ -73,12 +72,8 @@ def commands(path):
     return out
 
 
-def long_opts(words):
-    return [w[2:].split("=", 1)[0] for w in words if w.startswith("--") and len(w) > 2]
-
-
 def main():
-    verbs = set(re.findall(r"^  (\S+)\s{2,}", subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout, re.M))
+    verbs = set(help_commands(subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout))
     train_opts = {o for o in options_of(BIN, "decide") if o.startswith("train-")}
     inst = install_options()
     for guide in GUIDES:
@@ -96,7 +91,7 @@ def main():
                     fail(f"{where}: `scaleguard {verb}`: no such command ({sorted(verbs)})")
                     continue
                 known = options_of(BIN, verb)
-                for o in long_opts(words[2:]):
+                for o in command_options(words[2:]):
                     if o not in known and o != "help":
                         fail(f"{where}: `scaleguard {verb}` has no option --{o}")
                 checked += 1
@@ -105,17 +100,17 @@ def main():
                 if known is None:
                     fail(f"{where}: `scaleguard-run {words[1]}`: no such command")
                     continue
-                for o in long_opts(words[2:]):
+                for o in command_options(words[2:]):
                     if o not in known and o != "help":
                         fail(f"{where}: `scaleguard-run {words[1]}` has no option --{o}")
                 checked += 1
             elif prog == "install.sh":
-                for o in long_opts(words[1:]):
+                for o in command_options(words[1:]):
                     if o not in inst and o != "help":
                         fail(f"{where}: install.sh has no option --{o}")
                 checked += 1
             elif prog in ("sbatch", "srun", "salloc"):
-                for o in long_opts(words[1:]):
+                for o in command_options(words[1:]):
                     if o.startswith("train-") and o not in train_opts:
                         fail(f"{where}: {prog} --{o}: the SPANK plugin has no such option ({sorted(train_opts)})")
                 checked += 1

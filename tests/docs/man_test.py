@@ -15,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from options import help_commands, help_options, man_options  # noqa: E402
+
 SRC = os.environ.get("SCALEGUARD_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAN = os.path.join(SRC, "man")
 failures = []
@@ -30,20 +33,6 @@ def run(args, expect_rc=0):
     if expect_rc is not None and p.returncode != expect_rc:
         raise SystemExit(f"{' '.join(args)}: exit {p.returncode}, expected {expect_rc}\n{p.stdout}{p.stderr}")
     return p.stdout + p.stderr
-
-
-def help_options(text):
-    """Long options of a --help text: Boost's option lines (`  -o [ --output ] arg`,
-    `  --since arg`) and bracketed usage words (`[--json]`); not options quoted in prose."""
-    opts = set()
-    for line in text.splitlines():
-        m = re.match(r"^\s+(?:-\w \[ )?--([a-z][a-z0-9-]*)", line)
-        if m:
-            opts.add(m.group(1))
-        if re.match(r"^\s*(usage:|scaleguard)", line):
-            opts.update(re.findall(r"\[--([a-z][a-z0-9-]*)", line))
-    opts.discard("help")
-    return opts
 
 
 def roff_text(path):
@@ -65,12 +54,6 @@ def man_sections(text, macro):
         elif name is not None:
             parts[name].append(line)
     return {k: "\n".join(v) for k, v in parts.items()}
-
-
-def man_options(roff):
-    """Long options a piece of roff names: \\-\\-word, with font escapes removed."""
-    plain = re.sub(r"\\f[BIRP]", "", roff).replace("\\-", "-")
-    return set(re.findall(r"(?<![\w-])--([a-z][a-z0-9-]*)", plain))
 
 
 def check_render():
@@ -97,7 +80,7 @@ def compare(where, documented, accepted):
 
 def check_scaleguard(binary):
     text = roff_text(os.path.join(MAN, "scaleguard.1"))
-    verbs = re.findall(r"^  (\S+)\s{2,}", run([binary, "--help"]), re.M)
+    verbs = help_commands(run([binary, "--help"]))
     if not verbs:
         fail("scaleguard --help lists no commands")
     sections = man_sections(text, "SS")

@@ -72,8 +72,10 @@ int load(const std::string& dir, bool verify) {
     return 1;
   }
   double seconds = since(t0);
+  // In the model's order, as the trainer loads its parameters (= the order they were saved).
   std::vector<std::pair<std::string, at::Tensor>> params;
-  for (const auto& name : reader->tensor_names()) params.push_back({name, at::zeros(reader->global_shape(name))});
+  for (const auto& d : reader->manifest().shards.front().datasets)
+    if (!d.rank_scoped) params.push_back({d.name, at::zeros(d.global_shape)});
   uint64_t bytes = 0;
   t0 = Clock::now();
   for (auto& [name, t] : params) {

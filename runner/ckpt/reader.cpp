@@ -1,9 +1,14 @@
 #include "ckpt/reader.h"
 
 #include <ATen/ATen.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
 
+#include "ckpt/raw_read.h"
 #include "hdf5_util.h"
 #include "scaleguard/checksum.h"
 
@@ -12,6 +17,14 @@ namespace scaleguard::ckpt {
 struct Reader::File {
   std::string path;
   h5::Handle id;
+  int fd = -1;  // the same file for the raw reads of contiguous datasets
+  bool direct = false;  // fd has O_DIRECT
+  File() = default;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 namespace {
@@ -45,6 +58,19 @@ bool stored_shape(hid_t ds, std::vector<int64_t>& dims, size_t& elem) {
   return true;
 }
 
+// File offset of a dataset's bytes when reading them raw gives what H5Dread with `type` gives:
+// contiguous layout, no filters, stored in exactly that type, all `bytes` allocated.
+std::optional<uint64_t> raw_offset(hid_t ds, hid_t type, uint64_t bytes) {
+  h5::Handle dcpl(H5Dget_create_plist(ds));
+  h5::Handle stored(H5Dget_type(ds));
+  if (!dcpl.valid() || !stored.valid() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS ||
+      H5Pget_nfilters(dcpl.get()) != 0 || H5Tequal(stored.get(), type) <= 0 || H5Dget_storage_size(ds) != bytes)
+    return std::nullopt;
+  const haddr_t at = H5Dget_offset(ds);
+  if (at == HADDR_UNDEF) return std::nullopt;
+  return static_cast<uint64_t>(at);
+}
+
 }  // namespace
 
 Result<Reader> Reader::open(const std::string& dir, const OpenOptions& options) {
@@ -64,6 +90,7 @@ Result<Reader> Reader::open(const std::string& dir, const OpenOptions& options) 
     }
   }
   Reader r;
+  r.raw_ = std::make_shared<RawReader>();
   r.dir_ = dir;
   r.manifest_ = std::move(m).value();
   for (const auto& s : r.manifest_.shards) {
@@ -71,6 +98,8 @@ Result<Reader> Reader::open(const std::string& dir, const OpenOptions& options) 
     f->path = dir + "/" + s.file;
     f->id = h5::Handle(H5Fopen(f->path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     if (!f->id.valid()) return err(f->path, "", "not a readable HDF5 file: " + h5::last_error());
+    f->fd = open_for_raw_reads(f->path, options.verify_files, &f->direct);
+    if (f->fd < 0) return err(f->path, "", std::string("cannot open: ") + std::strerror(errno));
     for (const auto& d : s.datasets) {
       h5::Handle ds(H5Dopen2(f->id.get(), d.name.c_str(), H5P_DEFAULT));
       if (!ds.valid()) return err(f->path, d.name, "dataset '" + d.name + "' listed in the manifest is missing");
@@ -179,9 +208,18 @@ Result<bool> Reader::read_into(const std::string& name, at::Tensor& dst, const s
     if (same_box || whole_part) {
       // The whole dataset is read, so its checksum can be checked on the way.
       at::Tensor buf = same_box ? dst : at::empty(d->extent, dst.options());
-      if (d->bytes > 0 && H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data_ptr()) < 0)
-        return err(path, name, "reading '" + name + "' failed: " + h5::last_error());
-      if (xxh3_64(buf.data_ptr(), d->bytes) != d->xxh3)
+      // Raw (raw_read.h) when HDF5 would only copy the bytes: several times faster cold.
+      const auto raw_at = d->bytes > 0 ? raw_offset(ds.get(), type.get(), d->bytes) : std::nullopt;
+      uint64_t sum = 0;
+      if (raw_at) {
+        const std::string why = raw_->read((*file)->fd, (*file)->direct, *raw_at, d->bytes, buf.data_ptr(), &sum);
+        if (!why.empty()) return err(path, name, "reading '" + name + "' failed: " + why);
+      } else {
+        if (d->bytes > 0 && H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data_ptr()) < 0)
+          return err(path, name, "reading '" + name + "' failed: " + h5::last_error());
+        sum = xxh3_64(buf.data_ptr(), d->bytes);
+      }
+      if (sum != d->xxh3)
         return err(path, name, "dataset '" + name + "' fails its checksum (data changed on disk)");
       if (!same_box) {
         at::Tensor region = dst;

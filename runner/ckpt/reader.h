@@ -14,6 +14,8 @@
 
 namespace scaleguard::ckpt {
 
+class RawReader;
+
 struct OpenOptions {
   bool verify_files = true;        // whole-file checksums (reads every byte once)
   std::string expect_config_hash;  // non-empty: refuse a checkpoint of another model
@@ -52,6 +54,7 @@ class Reader {
   std::string dir_;
   Manifest manifest_;
   std::map<int, std::shared_ptr<File>> files_;
+  std::shared_ptr<RawReader> raw_;  // its buffers serve every read: one read at a time
 };
 
 }  // namespace scaleguard::ckpt

@@ -1,0 +1,127 @@
+#include "ckpt/raw_read.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "scaleguard/checksum.h"
+
+namespace scaleguard::ckpt {
+namespace {
+
+constexpr size_t kChunk = size_t{4} << 20;
+constexpr size_t kSlots = 4;
+constexpr uint64_t kAlign = 4096;  // O_DIRECT: file offsets, lengths and buffers
+
+// Reads up to `size` bytes at `offset`, at least `need`. "" or why: a short file is an error
+// here (the caller knows how many bytes must be there). O_DIRECT reads come back short only
+// at the end of the file, where asking again is not allowed (unaligned), so they stop there.
+std::string pread_some(int fd, bool direct, char* buf, size_t size, size_t need, uint64_t offset) {
+  size_t done = 0;
+  while (done < need) {
+    const ssize_t n = ::pread(fd, buf + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::strerror(errno);
+    done += static_cast<size_t>(n);
+    if (n == 0 || (direct && done < need && static_cast<size_t>(n) < size))
+      return "the file ends at byte " + std::to_string(offset + done) + " (truncated)";
+  }
+  return "";
+}
+
+}  // namespace
+
+int open_for_raw_reads(const std::string& path, bool page_cache, bool* direct) {
+  *direct = false;
+  if (!page_cache) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    // Some file systems refuse O_DIRECT at open, others only at the first read: try one.
+    void* probe = fd >= 0 ? std::aligned_alloc(kAlign, kAlign) : nullptr;
+    const bool works = probe && ::pread(fd, probe, kAlign, 0) >= 0;
+    std::free(probe);
+    if (works) {
+      *direct = true;
+      return fd;
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+void RawReader::Free::operator()(char* p) const { std::free(p); }
+
+std::string RawReader::read(int fd, bool direct, uint64_t offset, size_t size, void* dst, uint64_t* xxh3) {
+  while (slots_.size() < kSlots) {
+    char* p = static_cast<char*>(std::aligned_alloc(kAlign, kChunk));
+    if (!p) return "out of memory for the read buffers";
+    slots_.emplace_back(p);
+  }
+  // The file range read: with O_DIRECT the aligned pages around the bytes wanted.
+  const uint64_t base = direct ? offset / kAlign * kAlign : offset;
+  const uint64_t end = offset + size;
+  const uint64_t read_end = direct ? (end + kAlign - 1) / kAlign * kAlign : end;
+  const size_t chunks = static_cast<size_t>((read_end - base + kChunk - 1) / kChunk);
+  auto from = [&](size_t i) { return base + i * kChunk; };  // chunk i's file range
+  auto to = [&](size_t i) { return std::min<uint64_t>(from(i) + kChunk, read_end); };
+  auto lo = [&](size_t i) { return std::max<uint64_t>(from(i), offset); };  // its wanted bytes
+  auto hi = [&](size_t i) { return std::min<uint64_t>(to(i), end); };
+
+  std::mutex m;
+  std::condition_variable cv;
+  size_t read_n = 0, used_n = 0;  // chunks read into slots / chunks hashed and copied out
+  bool stop = false;
+  std::string error;
+  std::thread io([&] {
+    for (size_t i = 0; i < chunks; ++i) {
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return stop || i - used_n < kSlots; });
+        if (stop) return;
+      }
+      std::string why = pread_some(fd, direct, slots_[i % kSlots].get(), static_cast<size_t>(to(i) - from(i)),
+                                   static_cast<size_t>(hi(i) - from(i)), from(i));
+      const bool failed = !why.empty();
+      {
+        std::lock_guard<std::mutex> lock(m);
+        if (failed) {
+          error = std::move(why);
+          stop = true;
+        } else {
+          ++read_n;
+        }
+      }
+      cv.notify_all();
+      if (failed) return;
+    }
+  });
+
+  Xxh3Stream hash;
+  for (size_t i = 0; i < chunks; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return stop || read_n > i; });
+      if (read_n <= i) break;
+    }
+    const char* wanted = slots_[i % kSlots].get() + (lo(i) - from(i));
+    const size_t n = static_cast<size_t>(hi(i) - lo(i));
+    hash.update(wanted, n);
+    std::memcpy(static_cast<char*>(dst) + (lo(i) - offset), wanted, n);
+    {
+      std::lock_guard<std::mutex> lock(m);
+      ++used_n;
+    }
+    cv.notify_all();
+  }
+  io.join();
+  *xxh3 = hash.digest();
+  return error;
+}
+
+}  // namespace scaleguard::ckpt

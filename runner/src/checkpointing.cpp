@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "scaleguard/catalog.h"
@@ -34,6 +35,122 @@ std::string shape_text(at::IntArrayRef s) {
 // Saved scalars: group "state" holds the trainer's position in the run.
 constexpr const char* kState = "state";
 
+// A box of a global tensor that this rank holds: the view of the rank's tensor that holds
+// it and where it sits in the global tensor.
+struct Piece {
+  at::Tensor local;
+  std::vector<int64_t> offset;
+};
+
+// A box of the local tensor that is contiguous in its row-major flattening.
+struct Box {
+  std::vector<int64_t> offset, extent;
+  int64_t flat = 0;  // flat index of its first element
+};
+
+int64_t volume(at::IntArrayRef extent) {
+  int64_t n = 1;
+  for (int64_t e : extent) n *= e;
+  return n;
+}
+
+// The flat range [lo, hi) (relative to the sub-tensor at `prefix`, whose element 0 has flat
+// index `base`) as contiguous boxes: a partial leading row, whole rows, a partial trailing
+// row, the partial rows split the same way in the inner dimensions.
+void flat_boxes(at::IntArrayRef shape, const std::vector<int64_t>& prefix, int64_t lo, int64_t hi, int64_t base,
+                std::vector<Box>& out) {
+  if (lo >= hi) return;
+  const size_t d = prefix.size();
+  if (d == shape.size()) {  // a 0-d tensor
+    out.push_back({prefix, {}, base});
+    return;
+  }
+  const int64_t inner = volume(shape.slice(d + 1));
+  auto part_row = [&](int64_t r, int64_t a, int64_t b) {
+    std::vector<int64_t> p = prefix;
+    p.push_back(r);
+    flat_boxes(shape, p, a, b, base + r * inner, out);
+  };
+  int64_t r = lo / inner;
+  if (lo % inner != 0) {
+    const int64_t end = std::min(hi, (r + 1) * inner);
+    part_row(r, lo - r * inner, end - r * inner);
+    lo = end, ++r;
+  }
+  if (const int64_t whole = hi / inner - r; lo < hi && whole > 0) {
+    Box b{prefix, std::vector<int64_t>(d, 1), base + r * inner};
+    b.offset.push_back(r);
+    b.extent.push_back(whole);
+    for (size_t i = d + 1; i < shape.size(); ++i) b.offset.push_back(0), b.extent.push_back(shape[i]);
+    out.push_back(std::move(b));
+    lo += whole * inner, r += whole;
+  }
+  if (lo < hi) part_row(r, 0, hi - r * inner);
+}
+
+// Elements [lo, hi) of the flattened local piece of parameter `p` as boxes of the global
+// tensor. `t` holds the local elements from flat index `t_base` on (the whole piece, or a
+// ZeRO-1 range of it). A tensor-parallel slice maps local index c along its dim to group
+// c / P (P = local size / interleave), at g * G + index * P + c % P globally (G = P x parts).
+std::vector<Piece> pieces_of(const at::Tensor& t, int64_t t_base, const FlatParam& p, int64_t lo, int64_t hi) {
+  const at::Tensor flat = t.detach().reshape({-1});
+  const at::IntArrayRef shape = p.param.sizes();
+  std::vector<Box> boxes;
+  flat_boxes(shape, {}, lo, hi, 0, boxes);
+  std::vector<Piece> out;
+  const Slice& s = p.slice;
+  for (const Box& b : boxes) {
+    at::Tensor v = flat.narrow(0, b.flat - t_base, volume(b.extent)).view(b.extent);
+    if (s.whole()) {
+      out.push_back({v, b.offset});
+      continue;
+    }
+    const auto d = static_cast<size_t>(s.dim);
+    const int64_t P = shape[d] / s.interleave, G = P * s.parts;
+    for (int64_t c = b.offset[d], end = c + b.extent[d]; c < end;) {
+      const int64_t within = c % P, n = std::min(P - within, end - c);
+      Piece pc{v.narrow(s.dim, c - b.offset[d], n), b.offset};
+      pc.offset[d] = c / P * G + s.index * P + within;
+      out.push_back(std::move(pc));
+      c += n;
+    }
+  }
+  return out;
+}
+
+// This rank's index among the ranks holding identical copies of a tensor, and their count:
+// the dp group (not for a ZeRO-1 shard, which one dp rank owns), and the tp group too when
+// the parameter is replicated rather than sliced.
+std::pair<int, int> replica(const ProcessGrid& g, bool sliced, bool sharded) {
+  int member = sharded ? 0 : g.dp_rank, members = sharded ? 1 : g.dp;
+  if (!sliced) member = member * g.tp + g.tp_rank, members *= g.tp;
+  return {member, members};
+}
+
+// The last pipeline stage's copy of the tied token embedding: saved once, by the first stage.
+bool tied_copy(const ProcessGrid& g, const std::string& name) { return g.pp > 1 && !g.first_stage() && name == "wte.weight"; }
+
+// A tensor's name in the checkpoint without the "@k" of a rank's extra boxes.
+std::string base_name(const std::string& name) {
+  const auto at = name.rfind('@');
+  if (at == std::string::npos || at + 1 == name.size()) return name;
+  for (size_t i = at + 1; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, at);
+}
+
+std::string strategy_name(const Config& cfg, int world) {
+  if (world == 1) return "single";
+  std::string s;
+  auto add = [&](bool on, const char* part) {
+    if (on) s += (s.empty() ? "" : "+") + std::string(part);
+  };
+  add(cfg.tp > 1, "tp");
+  add(cfg.pp > 1, "pp");
+  add(cfg.dp > 1, cfg.zero > 0 ? "zero1" : "ddp");
+  return s;
+}
+
 }  // namespace
 
 std::string model_identity(const Config& cfg) {
@@ -57,7 +174,7 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
       store_(cfg.ckpt_dir, [this](const std::string& line) { log(line); }),
       on_error_(cfg.ckpt_on_error == "continue" ? ck::OnSaveError::keep_training : ck::OnSaveError::stop) {
   ck::CheckpointMeta meta;
-  meta.strategy = launch.world > 1 ? "ddp" : "single";
+  meta.strategy = strategy_name(cfg, launch.world);
   meta.tp = static_cast<int>(cfg.tp);
   meta.pp = static_cast<int>(cfg.pp);
   meta.dp = static_cast<int>(cfg.dp);
@@ -96,12 +213,6 @@ void Checkpointing::log(const std::string& line) const {
 }
 
 std::string Checkpointing::prepare() const {
-  // Each rank here writes rows of whole parameters and Adam moments: right for data
-  // parallel, where every rank holds all of them. Tensor-parallel slices, pipeline stages
-  // (a tied embedding on two stages) and ZeRO-sharded moments need their global offsets.
-  if (cfg_.tp != 1 || cfg_.pp != 1 || cfg_.zero != 0)
-    return "--ckpt-dir: checkpoints support single and ddp (data parallel) runs so far, not tp=" +
-           std::to_string(cfg_.tp) + " pp=" + std::to_string(cfg_.pp) + " zero=" + std::to_string(cfg_.zero);
   std::error_code ec;
   std::filesystem::create_directories(cfg_.ckpt_dir, ec);
   if (ec) return "cannot create checkpoint directory '" + cfg_.ckpt_dir + "': " + ec.message();
@@ -126,34 +237,74 @@ std::string Checkpointing::resume(Trainer& t) {
   const ck::Reader& reader = **found;
   const std::string& dir = reader.dir();
   try {
-    // Parameters and Adam moments, whole, in place (they stay the tensors the optimizer and
-    // the gradient buckets point into).
-    const auto all = reader.tensor_names();
-    std::set<std::string> names(all.begin(), all.end());
-    auto load = [&](const std::string& name, const at::Tensor& dst) -> std::string {
-      if (!names.count(name)) return dir + ": has no " + name + " (a checkpoint of another model?)";
-      const auto shape = reader.global_shape(name);
-      if (at::IntArrayRef(shape) != dst.sizes())
+    // Every box this rank holds (its tensor-parallel slice, its stage's parameters, its
+    // ZeRO-1 range of the moments), read in place (they stay the tensors the optimizer and
+    // the gradient buckets point into) from whichever datasets of whatever layout hold it.
+    std::map<std::string, std::vector<const ck::DatasetEntry*>> saved;  // by name without "@k"
+    for (const auto& shard : reader.manifest().shards)
+      for (const auto& d : shard.datasets)
+        if (!d.rank_scoped) saved[base_name(d.name)].push_back(&d);
+    std::set<std::string> unused;
+    for (const auto& [name, entries] : saved) unused.insert(name);
+    auto load = [&](const std::string& name, const at::Tensor& tensor, int64_t t_base, const FlatParam& p, int64_t lo,
+                    int64_t hi) -> std::string {
+      auto it = saved.find(name);
+      if (it == saved.end()) return dir + ": has no " + name + " (a checkpoint of another model?)";
+      const auto& shape = it->second.front()->global_shape;
+      if (shape != p.global_shape)
         return dir + ": " + name + " has shape " + shape_text(shape) + " but this model's is " +
-               shape_text(dst.sizes());
-      names.erase(name);
-      at::Tensor target = dst.detach();
-      if (target.device().is_cpu() && target.is_contiguous()) {
-        auto ok = reader.read_into(name, target, std::vector<int64_t>(shape.size(), 0));
-        return ok ? "" : ok.error().str();
+               shape_text(p.global_shape);
+      unused.erase(name);
+      for (const Piece& pc : pieces_of(tensor, t_base, p, lo, hi)) {
+        // The piece's intersection with every saved box of this name.
+        const at::Tensor& dst = pc.local;
+        int64_t covered = 0;
+        for (const ck::DatasetEntry* d : it->second) {
+          std::vector<int64_t> off(pc.offset.size()), ext(pc.offset.size());
+          at::Tensor sub = dst;
+          bool meets = true;
+          for (size_t i = 0; i < off.size() && meets; ++i) {
+            off[i] = std::max(pc.offset[i], d->offset[i]);
+            ext[i] = std::min(pc.offset[i] + dst.size(static_cast<int64_t>(i)), d->offset[i] + d->extent[i]) - off[i];
+            meets = ext[i] > 0;
+            if (meets) sub = sub.narrow(static_cast<int64_t>(i), off[i] - pc.offset[i], ext[i]);
+          }
+          if (!meets) continue;
+          if (sub.device().is_cpu() && sub.is_contiguous()) {
+            if (auto ok = reader.read_into(d->name, sub, off); !ok) return ok.error().str();
+          } else {
+            auto box = reader.read_slice(d->name, off, ext);
+            if (!box) return box.error().str();
+            sub.copy_(*box);
+          }
+          covered += volume(ext);
+        }
+        if (covered != dst.numel())
+          return dir + ": holds " + std::to_string(covered) + " of the " + std::to_string(dst.numel()) +
+                 " elements of " + name + " at " + shape_text(pc.offset) + " extent " + shape_text(dst.sizes()) +
+                 " (shards missing from the manifest?)";
       }
-      auto whole = reader.read(name);
-      if (!whole) return whole.error().str();
-      target.copy_(*whole);
       return "";
     };
-    for (const auto& p : t.parameters())
-      if (auto e = load("params/" + p.name, p.param); !e.empty()) return e;
-    for (const auto& s : t.optimizer().named_state())
-      if (auto e = load("optim/" + s.param + "/" + s.kind, s.tensor); !e.empty()) return e;
-    // With pipeline stages a rank holds only its stage's parameters.
-    if (cfg_.pp == 1 && !names.empty())
-      return dir + ": holds " + *names.begin() + ", which this model does not have (a checkpoint of another model?)";
+    at::NoGradGuard no_grad;
+    std::map<std::string, const FlatParam*> by_name;
+    for (const auto& p : t.parameters()) {
+      by_name[p.name] = &p;
+      if (auto e = load("params/" + p.name, p.param, 0, p, 0, p.numel); !e.empty()) return e;
+    }
+    for (const auto& s : t.optimizer().named_state()) {
+      const FlatParam& p = *by_name.at(s.param);
+      if (auto e = load("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel());
+          !e.empty())
+        return e;
+    }
+    // With pipeline stages a rank holds only its stage's parameters; under ZeRO-1 only
+    // the moments of its range (the others' are moments of parameters it has).
+    for (const std::string& name : unused) {
+      const auto kind = name.rfind('/');
+      if (cfg_.pp > 1 || (name.rfind("optim/", 0) == 0 && kind > 6 && by_name.count(name.substr(6, kind - 6)))) continue;
+      return dir + ": holds " + name + ", which this model does not have (a checkpoint of another model?)";
+    }
 
     // Rank-local state: this rank's RNG when the writer had this rank, else rank 0's.
     const int writer = launch_.rank < reader.manifest().world_size ? launch_.rank : 0;
@@ -196,21 +347,32 @@ std::string Checkpointing::resume(Trainer& t) {
 ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy) const {
   const TrainState& st = t.state();
   ck::Snapshot snap(st.step, copy);
-  // The ranks holding the same parameters (the dp group) split each one by rows.
-  const int member = t.grid().dp_rank, members = t.grid().dp;
-  auto add = [&](const std::string& name, const at::Tensor& v) {
-    if (v.dim() == 0) {
-      if (member == 0) snap.add_whole(name, v);
-      return;
-    }
-    auto [lo, hi] = rows(v.size(0), member, members);
-    if (hi == lo) return;
-    std::vector<int64_t> offset(static_cast<size_t>(v.dim()), 0);
-    offset[0] = lo;
-    snap.add_slice(name, v.narrow(0, lo, hi - lo), v.sizes().vec(), offset);
+  const ProcessGrid& g = t.grid();
+  // Elements [lo, hi) of p's local piece (held by `t` from flat index t_base on) are held
+  // identically by `members` ranks: each writes its share of the rows, so they write in
+  // parallel and every element once. A share that is several boxes of the global tensor
+  // (a slice of the fused q|k|v, a ZeRO-1 range) writes box k > 0 as NAME@k.
+  auto add = [&](const std::string& name, const at::Tensor& tensor, int64_t t_base, const FlatParam& p, int64_t lo,
+                 int64_t hi, bool sharded) {
+    if (tied_copy(g, p.name)) return;
+    auto [member, members] = replica(g, !p.slice.whole(), sharded);
+    const int64_t inner = p.param.dim() == 0 ? 1 : volume(p.param.sizes().slice(1));
+    const int64_t n_rows = p.param.dim() == 0 ? 1 : p.param.size(0);
+    auto [r0, r1] = rows(n_rows, member, members);
+    const auto pieces = pieces_of(tensor, t_base, p, std::max(lo, r0 * inner), std::min(hi, r1 * inner));
+    for (size_t k = 0; k < pieces.size(); ++k)
+      snap.add_slice(k == 0 ? name : name + "@" + std::to_string(k), pieces[k].local, p.global_shape,
+                     pieces[k].offset);
   };
-  for (const auto& p : t.parameters()) add("params/" + p.name, p.param);
-  for (const auto& s : t.optimizer().named_state()) add("optim/" + s.param + "/" + s.kind, s.tensor);
+  std::map<std::string, const FlatParam*> by_name;
+  for (const auto& p : t.parameters()) {
+    by_name[p.name] = &p;
+    add("params/" + p.name, p.param, 0, p, 0, p.numel, false);
+  }
+  for (const auto& s : t.optimizer().named_state()) {
+    const FlatParam& p = *by_name.at(s.param);
+    add("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel(), cfg_.zero > 0);
+  }
   snap.add_rank_state("state/rng/cpu", t.rng_state());
   snap.set_scalar(kState, "step", st.step);
   snap.set_scalar(kState, "epoch", st.epoch);

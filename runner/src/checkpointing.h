@@ -2,9 +2,11 @@
 //   start:        prepare() (directory usable?), resume() (newest valid checkpoint -> trainer)
 //   every step:   after_step() saves when the interval says so (async or sync), and
 //                 synchronously when the ranks agreed to stop (SIGUSR1/SIGTERM) or at the end.
-// Data parallel: every rank holds every parameter, so each rank writes rows [r*n/W, (r+1)*n/W)
-// of dim 0 of each tensor (the ranks write in parallel) and reads back whole tensors: a
-// checkpoint of W ranks resumes on any number of ranks.
+// Every strategy: parameters and Adam moments are saved by global name with their global
+// shape, each rank writing the boxes of the global tensor it holds (its tensor-parallel
+// slice, its pipeline stage's parameters, its ZeRO-1 range of the moments; ranks holding
+// identical copies split the rows) and reading back exactly the boxes its layout needs,
+// whatever layout wrote them: a checkpoint resumes on any tp x pp x dp grid, ZeRO or not.
 #pragma once
 #include <memory>
 #include <string>

@@ -2,6 +2,9 @@
 #   bin/scaleguard, bin/scaleguard-run                     the programs
 #   share/scaleguard/{policy,catalog}.ini, nccl/*.ini, examples/, parallelcluster/, sbatch/
 #                                                           shipped configs and job templates
+#                                                           (configure with
+#                                                           -DSCALEGUARD_CONFIG_DIR=share/scaleguard
+#                                                           for programs that default to them)
 #   share/man/man1/scaleguard{,-run}.1, man5/scaleguard-policy.5
 #   share/doc/scaleguard/*.md                               guides and file formats
 #   SCALEGUARD_SLURM_PLUGIN_DIR/{scaleguard,job_submit_scaleguard}.so

@@ -60,3 +60,24 @@ setup() {
     [ ! -e "$dest/opt/sg$plugin_dir" ]
   fi
 }
+
+@test "SCALEGUARD_CONFIG_DIR: the source configs for the build tree, share/scaleguard for an install" {
+  # This (ctest) build: the default, the source tree's configs/.
+  run sed -n 's/^SCALEGUARD_CONFIG_DIR:[A-Z]*=//p' "$cache"
+  assert_output "$SCALEGUARD_SOURCE_DIR/configs"
+  grep -qF -- "-DSCALEGUARD_CONFIG_DIR=\\\"$SCALEGUARD_SOURCE_DIR/configs\\\"" "$SCALEGUARD_BUILD_DIR/build.ninja"
+  # A build for installation (planner only: configuring is enough to see the flag); a
+  # relative value is under the install prefix, where cmake --install puts the configs.
+  tree=$BATS_TEST_TMPDIR/installed-build
+  for value in share/scaleguard /etc/scaleguard; do
+    run cmake -S "$SCALEGUARD_SOURCE_DIR" -B "$tree" -G Ninja -DCMAKE_INSTALL_PREFIX=/opt/sg \
+      -DSCALEGUARD_CONFIG_DIR="$value" -DSCALEGUARD_SLURM=OFF -DSCALEGUARD_RUNNER=OFF \
+      -DSCALEGUARD_TESTS=OFF -DSCALEGUARD_BENCH=OFF
+    assert_success
+    want=$value
+    [[ $want == /* ]] || want=/opt/sg/$value
+    grep -qF -- "-DSCALEGUARD_CONFIG_DIR=\\\"$want\\\"" "$tree/build.ninja"
+    run grep -cF -- "-DSCALEGUARD_CONFIG_DIR=\\\"$SCALEGUARD_SOURCE_DIR/configs\\\"" "$tree/build.ninja"
+    assert_output 0
+  done
+}

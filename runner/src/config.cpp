@@ -265,13 +265,6 @@ void check_against_world(Config& cfg, int world) {
   if (cfg.zero >= 1 && cfg.pp > 1 && cfg.model == "gpt" && !cfg.untied_head)
     throw RunError("ZeRO-1 with pipeline stages (pp=" + std::to_string(cfg.pp) +
                    ") needs --untied-head: the tied embedding's gradient is not summed across stages on shards yet");
-  // The checkpoint writer splits whole tensors over dp ranks; tp slices, ZeRO shards
-  // (FlatParam::slice, OptimTensor::offset) and pipeline stages (each holds other
-  // parameters; the last one a tied copy of wte.weight) are not written yet.
-  if (!cfg.ckpt_dir.empty() && (cfg.tp > 1 || cfg.pp > 1 || cfg.zero >= 1))
-    throw RunError("checkpoints (--ckpt-dir) of pipeline runs and of tensor-parallel or ZeRO runs are not implemented yet (tp=" +
-                   std::to_string(cfg.tp) + ", pp=" + std::to_string(cfg.pp) + ", zero=" + std::to_string(cfg.zero) +
-                   "); run without --ckpt-dir");
   if (s == "single" && world != 1)
     throw RunError("strategy=single but " + std::to_string(world) + " ranks were launched");
   if (cfg.pp > 1 && cfg.model != "gpt")

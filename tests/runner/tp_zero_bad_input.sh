@@ -28,5 +28,3 @@ expect_failure zero_stage 2 "zero=2.*only ZeRO stage 1" train --model gpt --n-he
 expect_failure zero_pp_tied 2 "ZeRO-1 with pipeline stages \(pp=2\) needs --untied-head" \
   train --model gpt --n-head 4 --n-layer 2 --pp 2 --zero 1 "${small[@]}"
 expect_failure zero_negative 2 "zero >= 0" train --model gpt --n-head 4 --zero -1 "${small[@]}"
-expect_failure ckpt_tp 2 "checkpoints .* of tensor-parallel or ZeRO runs are not implemented yet" \
-  train --model gpt --n-head 4 --tp 2 --ckpt-dir "$work/ck" "${small[@]}"

@@ -101,17 +101,17 @@ void Saver::start(Snapshot snap) {
   pending_ = true;
   pending_step_ = snap.step();
   pending_snapshot_ = std::make_unique<Snapshot>(std::move(snap));
-  auto copied = std::make_shared<std::promise<void>>();
-  pending_copied_ = copied->get_future().share();
-  pending_write_ = std::async(std::launch::async, [this, copied] {
-    pending_snapshot_->take_copies(spare_);
-    copied->set_value();
+  pending_snapshot_->plan_copies(spare_);
+  pending_write_ = std::async(std::launch::async, [this] {
+    pending_snapshot_->copy();
+    pending_snapshot_->adopt_copies();
     return write(*pending_snapshot_);
   });
 }
 
 void Saver::wait_snapshot() {
-  if (pending_) pending_copied_.wait();
+  // Copies what is left of the snapshot beside the writer thread, rather than waiting.
+  if (pending_) pending_snapshot_->copy();
 }
 
 std::optional<Result<Committed>> Saver::poll() {

@@ -10,12 +10,13 @@
 //
 // Asynchronous save: start() hands a Snapshot to a background thread, which first takes host
 // copies of referenced tensors (the copy overlaps the next forward/backward; the caller
-// calls wait_snapshot() before its optimizer changes the tensors) and then writes it (step 1
-// only, no collectives). The host copies are kept after the commit and reused by the next
-// async save: memory cost = Snapshot::bytes() for as long as async saves are used. poll(), called by every rank at every
-// step boundary on the main thread, does one all_min on "my write is done"; when it is 1
-// everywhere, steps 2-4 run right there. All collectives thus stay on the main thread in
-// the same order on every rank, interleaved with training's, so nothing can deadlock and
+// calls wait_snapshot() before its optimizer changes the tensors, which copies what is still
+// left beside it) and then writes it (step 1 only, no collectives). The host copies are kept
+// after the commit and reused by the next async save: memory cost = Snapshot::bytes() for as
+// long as async saves are used. poll(), called by every rank at every step boundary on the
+// main thread, does one all_min on "my write is done"; when it is 1 everywhere, steps 2-4 run
+// right there. All collectives thus stay on the main thread in the same order on every rank,
+// interleaved with training's, so nothing can deadlock and
 // no MPI_THREAD_MULTIPLE is needed.
 #pragma once
 #include <functional>
@@ -64,8 +65,8 @@ class Saver {
   // Local: starts copying (if the snapshot holds references) and writing on a background
   // thread. Call finish() first if pending().
   void start(Snapshot snap);
-  // Local: blocks until the snapshot's host copies exist; after it the caller may change
-  // the saved tensors. Returns at once when nothing is pending.
+  // Local: returns once the snapshot's host copies exist (helping the writer thread copy);
+  // after it the caller may change the saved tensors. Returns at once when nothing is pending.
   void wait_snapshot();
   bool pending() const { return pending_; }
   // Collective while pending (every rank calls it at the same step boundaries): the outcome
@@ -93,7 +94,6 @@ class Saver {
   int64_t pending_step_ = 0;
   std::unique_ptr<Snapshot> pending_snapshot_;
   std::vector<at::Tensor> spare_;   // host copies of the last async snapshot, reused
-  std::shared_future<void> pending_copied_;
   std::future<Written> pending_write_;
 };
 

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <vector>
 
+#include "ckpt/raw_write.h"
 #include "hdf5_util.h"
 #include "scaleguard/checksum.h"
 
@@ -65,6 +67,19 @@ std::string write_string_attr(hid_t obj, const char* name, const std::string& s)
   return write_attr(obj, name, type.get(), space.get(), s.c_str());
 }
 
+// Datasets this large are written raw (raw_write.h) into space HDF5 allocates for them,
+// 4 KiB-aligned for O_DIRECT; smaller ones through H5Dwrite.
+constexpr hsize_t kRawMin = hsize_t{1} << 16;
+constexpr hsize_t kAlign = 4096;
+
+// A dataset HDF5 allocated but left for write_raw to fill.
+struct RawDataset {
+  haddr_t offset;
+  size_t bytes;
+  const void* data;
+  size_t entry;  // index into ShardEntry::datasets
+};
+
 // SECONDS, or SECONDS@STEP: only in the save of that step (a test can let earlier saves
 // of a real training run commit and hold a later one).
 void test_pause(const std::string& path, int64_t step) {
@@ -88,7 +103,13 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
   entry.file = shard_file_name(rank);
   const std::string path = dir + "/" + entry.file;
 
-  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  Handle raw_dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  if (!fapl.valid() || !raw_dcpl.valid() || H5Pset_alignment(fapl.get(), kRawMin, kAlign) < 0 ||
+      H5Pset_layout(raw_dcpl.get(), H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(raw_dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+      H5Pset_fill_time(raw_dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
+    return fail(path, "cannot set up HDF5 properties: " + h5::last_error());
+  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
   if (!file.valid()) return fail(path, "cannot create shard: " + h5::last_error());
   // On failure the shard is useless. Emptying it first gives HDF5 room to flush its
   // metadata on close even when the disk is full: a failed H5Fclose leaves the library in a
@@ -102,6 +123,7 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
     return scaleguard::ckpt::fail(p, what);
   };
 
+  std::vector<RawDataset> raw;
   bool paused = false;
   for (const auto& t : snap.tensors()) {
     DatasetEntry d;
@@ -112,7 +134,7 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
     d.offset = t.offset;
     d.extent = t.data.sizes().vec();
     d.bytes = t.data.nbytes();
-    d.xxh3 = xxh3_64(t.data.data_ptr(), d.bytes);
+    const bool is_raw = d.bytes >= kRawMin;
 
     const auto slash = t.name.rfind('/');
     std::string error;
@@ -122,10 +144,17 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
     std::vector<hsize_t> dims(d.extent.begin(), d.extent.end());
     Handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(dims.size(), dims.data(), nullptr));
     Handle type = h5::file_type(d.dtype);
-    Handle ds(H5Dcreate2(parent.get(), leaf.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    Handle ds(H5Dcreate2(parent.get(), leaf.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                         is_raw ? raw_dcpl.get() : H5P_DEFAULT, H5P_DEFAULT));
     if (!ds.valid()) return fail(path, "cannot create dataset '" + t.name + "': " + h5::last_error());
-    if (d.bytes > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data.data_ptr()) < 0)
-      return fail(path, "writing dataset '" + t.name + "' failed: " + h5::last_error());
+    const haddr_t at = is_raw ? H5Dget_offset(ds.get()) : HADDR_UNDEF;
+    if (at != HADDR_UNDEF) {
+      raw.push_back({at, d.bytes, t.data.data_ptr(), entry.datasets.size()});
+    } else {
+      d.xxh3 = xxh3_64(t.data.data_ptr(), d.bytes);
+      if (d.bytes > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data.data_ptr()) < 0)
+        return fail(path, "writing dataset '" + t.name + "' failed: " + h5::last_error());
+    }
     for (const std::string& e : {write_shape_attr(ds.get(), "global_shape", d.global_shape),
                                  write_shape_attr(ds.get(), "offset", d.offset),
                                  write_string_attr(ds.get(), "dtype", d.dtype),
@@ -155,22 +184,32 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
   if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) return fail(path, "flushing shard failed: " + h5::last_error());
   if (!file.reset()) return fail(path, "closing shard failed: " + h5::last_error());
 
-  // fsync and the whole-file checksum overlap: one waits on the disk, the other reads the
-  // just-written pages from the page cache.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(path, std::string("cannot reopen for fsync: ") + std::strerror(errno));
-  int sync_errno = 0;
-  std::thread syncer([&] {
-    if (::fsync(fd) != 0) sync_errno = errno;
-  });
-  auto sum = xxh3_file(path);
-  syncer.join();
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  ::close(fd);
-  if (sync_errno) return fail(path, std::string("fsync failed: ") + std::strerror(sync_errno));
-  if (!sum) return sum.error();
+  // The large datasets' bytes, then one fsync. The whole-file checksum is built on the way,
+  // in file order: HDF5's bytes between the raw datasets are read back from the page
+  // cache, the datasets' bytes are hashed from memory as they are written (the same bytes
+  // a read of the file returns, without reading them back from the disk).
+  RawFile out;
+  if (auto e = open_for_raw_writes(path, out); !e.empty()) return fail(path, "cannot reopen shard: " + e);
+  std::sort(raw.begin(), raw.end(), [](const RawDataset& a, const RawDataset& b) { return a.offset < b.offset; });
+  Xxh3Stream file_hash;
+  RawWriter writer;
+  uint64_t cursor = 0;
+  for (const RawDataset& r : raw) {
+    if (auto e = hash_range(out.buffered, cursor, r.offset, file_hash); !e.empty())
+      return fail(path, "reading the shard back failed: " + e);
+    Xxh3Stream dataset_hash;
+    if (auto e = writer.write(out, r.offset, r.bytes, r.data, {&dataset_hash, &file_hash}); !e.empty())
+      return fail(path, "writing dataset '" + entry.datasets[r.entry].name + "' failed: " + e);
+    entry.datasets[r.entry].xxh3 = dataset_hash.digest();
+    cursor = r.offset + r.bytes;
+  }
+  const off_t size = ::lseek(out.buffered, 0, SEEK_END);
+  if (size < 0 || static_cast<uint64_t>(size) < cursor) return fail(path, "the shard is shorter than its datasets");
+  if (auto e = hash_range(out.buffered, cursor, static_cast<uint64_t>(size), file_hash); !e.empty())
+    return fail(path, "reading the shard back failed: " + e);
+  if (::fsync(out.buffered) != 0) return fail(path, std::string("fsync failed: ") + std::strerror(errno));
   entry.bytes = static_cast<uint64_t>(size);
-  entry.xxh3 = *sum;
+  entry.xxh3 = file_hash.digest();
   return entry;
 }
 

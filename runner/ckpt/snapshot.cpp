@@ -3,6 +3,10 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 #include "hdf5_util.h"
@@ -35,20 +39,58 @@ void Snapshot::add(SnapshotTensor t, const at::Tensor& data) {
   tensors_.push_back(std::move(t));
 }
 
-void Snapshot::take_copies(std::vector<at::Tensor>& reuse) {
-  for (auto& t : tensors_) {
-    if (t.owned) continue;
+struct Snapshot::CopyWork {
+  struct Chunk {
+    const char* from;
+    char* to;
+    size_t bytes;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<at::Tensor> dest;   // per tensor; undefined where the snapshot owns it already
+  std::atomic<size_t> next{0};    // the next chunk to claim
+  std::mutex m;
+  std::condition_variable cv;
+  size_t done = 0;                // chunks copied
+};
+
+void Snapshot::plan_copies(std::vector<at::Tensor>& reuse) {
+  constexpr size_t kChunk = size_t{4} << 20;
+  copies_ = std::make_shared<CopyWork>();
+  copies_->dest.resize(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const at::Tensor& src = tensors_[i].data;
+    if (tensors_[i].owned) continue;
     auto same = std::find_if(reuse.begin(), reuse.end(), [&](const at::Tensor& r) {
-      return r.defined() && r.sizes() == t.data.sizes() && r.scalar_type() == t.data.scalar_type();
+      return r.defined() && r.sizes() == src.sizes() && r.scalar_type() == src.scalar_type();
     });
-    if (same != reuse.end()) {
-      same->copy_(t.data);
-      t.data = std::move(*same);
-      reuse.erase(same);
-    } else {
-      t.data = t.data.clone(at::MemoryFormat::Contiguous);
-    }
-    t.owned = true;
+    at::Tensor dst = same != reuse.end() ? std::move(*same) : at::empty(src.sizes(), src.options());
+    if (same != reuse.end()) reuse.erase(same);
+    // Both contiguous (add() made src so): a copy is a memcpy of byte ranges.
+    const auto* from = static_cast<const char*>(src.data_ptr());
+    auto* to = static_cast<char*>(dst.data_ptr());
+    for (size_t off = 0; off < src.nbytes(); off += kChunk)
+      copies_->chunks.push_back({from + off, to + off, std::min(kChunk, src.nbytes() - off)});
+    copies_->dest[i] = std::move(dst);
+  }
+}
+
+void Snapshot::copy() {
+  if (!copies_) return;
+  CopyWork& w = *copies_;
+  for (size_t i; (i = w.next.fetch_add(1)) < w.chunks.size();) {
+    std::memcpy(w.chunks[i].to, w.chunks[i].from, w.chunks[i].bytes);
+    std::lock_guard<std::mutex> lock(w.m);
+    if (++w.done == w.chunks.size()) w.cv.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(w.m);
+  w.cv.wait(lock, [&] { return w.done == w.chunks.size(); });
+}
+
+void Snapshot::adopt_copies() {
+  for (size_t i = 0; copies_ && i < tensors_.size(); ++i) {
+    if (!copies_->dest[i].defined()) continue;
+    tensors_[i].data = std::move(copies_->dest[i]);
+    tensors_[i].owned = true;
   }
   copy_ = true;
 }

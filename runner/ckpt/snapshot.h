@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -45,10 +46,16 @@ class Snapshot {
   void set_scalar(const std::string& group, const std::string& key, int64_t value);
   void set_scalar(const std::string& group, const std::string& key, double value);
 
-  // Replaces referenced tensors by host copies (the async saver does this on its thread).
-  // Buffers of the previous snapshot with the same shape and dtype are reused (copied into),
-  // which avoids allocating and page-faulting fresh memory at every save.
-  void take_copies(std::vector<at::Tensor>& reuse);
+  // Host copies of the referenced tensors, for an asynchronous save, in three parts.
+  // plan_copies() (one thread, first) picks a host buffer per tensor, reusing buffers of
+  // the previous snapshot with the same shape and dtype (no fresh memory to page-fault at
+  // every save). copy() may run on several threads at once: each copies 4 MiB chunks until
+  // none is left, then waits for the others' chunks, so the training thread that waits for
+  // the snapshot helps the writer thread instead of idling. adopt_copies() (one thread,
+  // after copy() returned there) makes the snapshot use its copies.
+  void plan_copies(std::vector<at::Tensor>& reuse);
+  void copy();
+  void adopt_copies();
   // Hands the host copies over for reuse by the next snapshot.
   std::vector<at::Tensor> release_copies();
   bool owns_copies() const { return copy_; }
@@ -67,6 +74,8 @@ class Snapshot {
   uint64_t bytes_ = 0;
   std::vector<SnapshotTensor> tensors_;
   std::vector<SnapshotScalar> scalars_;
+  struct CopyWork;
+  std::shared_ptr<CopyWork> copies_;   // set by plan_copies(); kept until the snapshot dies
 };
 
 }  // namespace scaleguard::ckpt

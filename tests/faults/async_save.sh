@@ -11,4 +11,11 @@ expect_rc 0 "$SCALEGUARD_CLI" ckpt verify "$WORK/a"
 
 expect_rc 0 ranks 2 save --dir "$WORK/b" --steps 4,5 --async --copy-now
 expect_rc 0 ranks 2 load --dir "$WORK/b" --expect-step 5
+
+# Several 4 MiB copy chunks per rank (9 MiB + 1001 bytes split in two), copied by the writer
+# thread and the waiting main thread together, then written raw: bit for bit as snapshotted.
+expect_rc 0 ranks 2 save --dir "$WORK/c" --steps 6,7 --async --big-mb 9
+expect_rc 0 ranks 2 load --dir "$WORK/c" --expect-step 7
+expect_rc 0 ranks 1 load --dir "$WORK/c" --expect-step 7
+expect_rc 0 "$SCALEGUARD_CLI" ckpt verify "$WORK/c"
 echo PASS

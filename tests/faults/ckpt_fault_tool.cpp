@@ -1,7 +1,7 @@
 // Test driver for the checkpoint library under real mpirun ranks. It saves checkpoints of
 // tensors whose values are a known function of (name, step), so a reader on any number of
 // ranks can check every element bit for bit, and exits with a code the fault scripts check.
-//   save --dir D --steps 1,2,3 [--async [--copy-now]] [--big-mb N [--big-steps 2,3]] [--keep K]
+//   save --dir D --steps 1,2,3 [--async [--copy-now]] [--big-mb N (+1001 bytes) [--big-steps 2,3]] [--keep K]
 //        [--on-save-error continue|stop]
 //   load --dir D --expect-step N
 //   interval   (checks interval parsing, Daly's formula and agree_due across the ranks)
@@ -129,7 +129,10 @@ int save(int argc, char** argv, ck::CommitComm& comm) {
   const bool async = flag(argc, argv, "--async");
   // --copy-now: the snapshot copies on the main thread; default: on the writer thread.
   const bool copy_now = flag(argc, argv, "--copy-now");
-  const int64_t big = std::stoll(arg(argc, argv, "--big-mb", "0")) << 20;
+  const int64_t big_mb = std::stoll(arg(argc, argv, "--big-mb", "0"));
+  // N MiB + 1001 bytes: no rank's share is a multiple of 4 KiB, so the shard writer's raw
+  // path writes whole blocks with O_DIRECT and a tail through the page cache.
+  const int64_t big = big_mb > 0 ? (big_mb << 20) + 1001 : 0;
   auto on_error = ck::parse_on_save_error(arg(argc, argv, "--on-save-error", "stop"));
   if (!on_error) {
     log(on_error.error().message);

@@ -1,0 +1,142 @@
+#include "ckpt/raw_write.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace scaleguard::ckpt {
+namespace {
+
+constexpr size_t kChunk = size_t{4} << 20;
+constexpr size_t kSlots = 4;
+constexpr uint64_t kAlign = 4096;  // O_DIRECT: file offsets, lengths and buffers
+
+std::string pwrite_all(int fd, const char* buf, size_t size, uint64_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, buf + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::strerror(errno);
+    if (n == 0) return "the write made no progress";
+    done += static_cast<size_t>(n);
+  }
+  return "";
+}
+
+}  // namespace
+
+RawFile::~RawFile() {
+  if (direct >= 0) ::close(direct);
+  if (buffered >= 0) ::close(buffered);
+}
+
+std::string open_for_raw_writes(const std::string& path, RawFile& file) {
+  file.buffered = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (file.buffered < 0) return std::strerror(errno);
+  // A file system that refuses O_DIRECT (at open, or only at the first write) gets every
+  // byte through the page cache. The probe writes the file's first block back unchanged.
+  file.direct = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);
+  char* probe = file.direct >= 0 ? static_cast<char*>(std::aligned_alloc(kAlign, kAlign)) : nullptr;
+  const bool works = probe && ::pread(file.buffered, probe, kAlign, 0) == static_cast<ssize_t>(kAlign) &&
+                     ::pwrite(file.direct, probe, kAlign, 0) == static_cast<ssize_t>(kAlign);
+  std::free(probe);
+  if (!works && file.direct >= 0) {
+    ::close(file.direct);
+    file.direct = -1;
+  }
+  return "";
+}
+
+void RawWriter::Free::operator()(char* p) const { std::free(p); }
+
+std::string RawWriter::write(const RawFile& file, uint64_t offset, size_t size, const void* src,
+                             const std::vector<Xxh3Stream*>& hashes) {
+  while (slots_.size() < kSlots) {
+    char* p = static_cast<char*>(std::aligned_alloc(kAlign, kChunk));
+    if (!p) return "out of memory for the write buffers";
+    slots_.emplace_back(p);
+  }
+  const char* bytes = static_cast<const char*>(src);
+  // O_DIRECT for the whole 4 KiB blocks; the rest (the tail, or all of it where O_DIRECT
+  // is unavailable or the range is unaligned) through the page cache.
+  const size_t direct_len = file.direct >= 0 && offset % kAlign == 0 ? size / kAlign * kAlign : 0;
+  const size_t chunks = (direct_len + kChunk - 1) / kChunk;
+  auto len = [&](size_t i) { return std::min(kChunk, direct_len - i * kChunk); };
+
+  std::mutex m;
+  std::condition_variable cv;
+  size_t filled_n = 0, written_n = 0;  // chunks copied into slots / chunks on the disk
+  bool stop = false;
+  std::string error;
+  std::thread io([&] {
+    for (size_t i = 0; i < chunks; ++i) {
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return stop || filled_n > i; });
+        if (filled_n <= i) return;
+      }
+      std::string why = pwrite_all(file.direct, slots_[i % kSlots].get(), len(i), offset + i * kChunk);
+      const bool failed = !why.empty();
+      {
+        std::lock_guard<std::mutex> lock(m);
+        if (failed) {
+          error = std::move(why);
+          stop = true;
+        } else {
+          ++written_n;
+        }
+      }
+      cv.notify_all();
+      if (failed) return;
+    }
+  });
+
+  for (size_t i = 0; i < chunks; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return stop || i - written_n < kSlots; });
+      if (stop) break;
+    }
+    char* slot = slots_[i % kSlots].get();
+    std::memcpy(slot, bytes + i * kChunk, len(i));
+    for (Xxh3Stream* h : hashes) h->update(slot, len(i));
+    {
+      std::lock_guard<std::mutex> lock(m);
+      ++filled_n;
+    }
+    cv.notify_all();
+  }
+  {
+    // Wakes the writer if this loop stopped early (it then finds nothing more to write).
+    std::lock_guard<std::mutex> lock(m);
+    if (filled_n < chunks) stop = true;
+  }
+  cv.notify_all();
+  io.join();
+  if (!error.empty()) return error;
+
+  for (Xxh3Stream* h : hashes) h->update(bytes + direct_len, size - direct_len);
+  return pwrite_all(file.buffered, bytes + direct_len, size - direct_len, offset + direct_len);
+}
+
+std::string hash_range(int fd, uint64_t from, uint64_t to, Xxh3Stream& hash) {
+  std::vector<char> buf(std::min<uint64_t>(to - from, uint64_t{1} << 20));
+  while (from < to) {
+    const ssize_t n = ::pread(fd, buf.data(), std::min<uint64_t>(buf.size(), to - from), static_cast<off_t>(from));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::strerror(errno);
+    if (n == 0) return "the file ends at byte " + std::to_string(from);
+    hash.update(buf.data(), static_cast<size_t>(n));
+    from += static_cast<uint64_t>(n);
+  }
+  return "";
+}
+
+}  // namespace scaleguard::ckpt

@@ -3,7 +3,7 @@
 // ranks can check every element bit for bit, and exits with a code the fault scripts check.
 //   save --dir D --steps 1,2,3 [--async [--copy-now]] [--big-mb N (+1001 bytes) [--big-steps 2,3]] [--keep K]
 //        [--on-save-error continue|stop]
-//   load --dir D --expect-step N
+//   load --dir D --expect-step N [--no-verify (no whole-file checksums)]
 //   interval   (checks interval parsing, Daly's formula and agree_due across the ranks)
 // Both take [--model-hash H]. Exit: 0 ok, 1 data mismatch, 2 error (message on stderr),
 // 3 no checkpoint to load, 4 a save failed and on_save_error=stop.
@@ -194,6 +194,7 @@ int load(int argc, char** argv, ck::CommitComm& comm) {
   ck::Store store(dir, log);
   ck::OpenOptions opts;
   opts.expect_config_hash = arg(argc, argv, "--model-hash", "model-A");
+  opts.verify_files = !flag(argc, argv, "--no-verify");   // only the per-dataset checksums
   auto resumed = ck::resume(store, comm, opts);
   if (!resumed) {
     log("ERROR " + resumed.error().message);

@@ -98,10 +98,12 @@ Result<Committed> Saver::save(const Snapshot& snap) {
 
 void Saver::start(Snapshot snap) {
   if (pending_) throw std::logic_error("Saver::start while a save is pending: call finish() first");
+  // Allocating the host buffers may throw: nothing is pending until they exist.
+  auto planned = std::make_unique<Snapshot>(std::move(snap));
+  planned->plan_copies(spare_);
+  pending_snapshot_ = std::move(planned);
+  pending_step_ = pending_snapshot_->step();
   pending_ = true;
-  pending_step_ = snap.step();
-  pending_snapshot_ = std::make_unique<Snapshot>(std::move(snap));
-  pending_snapshot_->plan_copies(spare_);
   pending_write_ = std::async(std::launch::async, [this] {
     pending_snapshot_->copy();
     pending_snapshot_->adopt_copies();

@@ -67,6 +67,9 @@ void add_workload_options(po::options_description& desc) {
       ("pp", po::value<std::string>(), "pin pipeline-parallel degree")
       ("dp", po::value<std::string>(), "pin data-parallel degree")
       ("zero", po::value<std::string>(), "pin ZeRO stage 0-3")
+      ("max-zero-stage", po::value<std::string>(),
+       "highest ZeRO stage to consider, 0-3 (default 1: what scaleguard-run implements; 3 explores a runner "
+       "that shards gradients and weights)")
       ("micro-batch", po::value<std::string>(), "pin micro-batch size (sequences)")
       ("recompute", po::value<std::string>(), "pin activation recompute: none, selective, full")
       ("interleave", po::value<std::string>(), "interleaved pipeline: chunks per rank (default 1 = plain 1F1B)")
@@ -131,11 +134,24 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     if (!v) return std::nullopt;
     *slot = *v;
   }
+  // Like decide() under the shipped policy (max_zero_stage = 1): a plan names only stages
+  // the runner executes, unless asked to explore.
+  s.goals.max_zero_stage = 1;
+  if (vm.count("max-zero-stage")) {
+    auto v = int_option(vm, "max-zero-stage", 0, 3);
+    if (!v) return std::nullopt;
+    s.goals.max_zero_stage = *v;
+  }
   if (vm.count("zero")) {
     const std::string z = text_opt("zero");
     if (z != "0" && z != "1" && z != "2" && z != "3")
       return print_error(verb, Error{"--zero=" + z + " is not a ZeRO stage", "", 0, "", "0, 1, 2 or 3"}), std::nullopt;
     s.pins.zero = z[0] - '0';
+    if (*s.pins.zero > s.goals.max_zero_stage)
+      return print_error(verb, Error{"--zero=" + z + " is above --max-zero-stage " + std::to_string(s.goals.max_zero_stage) +
+                                         " (scaleguard-run implements ZeRO stages up to 1)",
+                                     "", 0, "", "add --max-zero-stage " + z + " to plan for a runner that implements it"}),
+             std::nullopt;
   }
   if (vm.count("recompute")) {
     auto r = parse_recompute(text_opt("recompute"));

@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
+#include "ckpt/chunk_pipeline.h"
 #include "scaleguard/checksum.h"
 
 namespace scaleguard::ckpt {
@@ -73,53 +71,21 @@ std::string RawReader::read(int fd, bool direct, uint64_t offset, size_t size, v
   auto lo = [&](size_t i) { return std::max<uint64_t>(from(i), offset); };  // its wanted bytes
   auto hi = [&](size_t i) { return std::min<uint64_t>(to(i), end); };
 
-  std::mutex m;
-  std::condition_variable cv;
-  size_t read_n = 0, used_n = 0;  // chunks read into slots / chunks hashed and copied out
-  bool stop = false;
-  std::string error;
-  std::thread io([&] {
-    for (size_t i = 0; i < chunks; ++i) {
-      {
-        std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [&] { return stop || i - used_n < kSlots; });
-        if (stop) return;
-      }
-      std::string why = pread_some(fd, direct, slots_[i % kSlots].get(), static_cast<size_t>(to(i) - from(i)),
-                                   static_cast<size_t>(hi(i) - from(i)), from(i));
-      const bool failed = !why.empty();
-      {
-        std::lock_guard<std::mutex> lock(m);
-        if (failed) {
-          error = std::move(why);
-          stop = true;
-        } else {
-          ++read_n;
-        }
-      }
-      cv.notify_all();
-      if (failed) return;
-    }
-  });
-
   Xxh3Stream hash;
-  for (size_t i = 0; i < chunks; ++i) {
-    {
-      std::unique_lock<std::mutex> lock(m);
-      cv.wait(lock, [&] { return stop || read_n > i; });
-      if (read_n <= i) break;
-    }
-    const char* wanted = slots_[i % kSlots].get() + (lo(i) - from(i));
-    const size_t n = static_cast<size_t>(hi(i) - lo(i));
-    hash.update(wanted, n);
-    std::memcpy(static_cast<char*>(dst) + (lo(i) - offset), wanted, n);
-    {
-      std::lock_guard<std::mutex> lock(m);
-      ++used_n;
-    }
-    cv.notify_all();
-  }
-  io.join();
+  const std::string error = run_chunk_pipeline(
+      chunks, kSlots,
+      [&](size_t i) {
+        return pread_some(fd, direct, slots_[i % kSlots].get(), static_cast<size_t>(to(i) - from(i)),
+                          static_cast<size_t>(hi(i) - from(i)), from(i));
+      },
+      [&](size_t i) {
+        const char* wanted = slots_[i % kSlots].get() + (lo(i) - from(i));
+        const size_t n = static_cast<size_t>(hi(i) - lo(i));
+        hash.update(wanted, n);
+        std::memcpy(static_cast<char*>(dst) + (lo(i) - offset), wanted, n);
+        return std::string();
+      },
+      /*produce_on_helper=*/true);
   *xxh3 = hash.digest();
   return error;
 }

@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
+
+#include "ckpt/chunk_pipeline.h"
 
 namespace scaleguard::ckpt {
 namespace {
@@ -70,56 +69,17 @@ std::string RawWriter::write(const RawFile& file, uint64_t offset, size_t size, 
   const size_t chunks = (direct_len + kChunk - 1) / kChunk;
   auto len = [&](size_t i) { return std::min(kChunk, direct_len - i * kChunk); };
 
-  std::mutex m;
-  std::condition_variable cv;
-  size_t filled_n = 0, written_n = 0;  // chunks copied into slots / chunks on the disk
-  bool stop = false;
-  std::string error;
-  std::thread io([&] {
-    for (size_t i = 0; i < chunks; ++i) {
-      {
-        std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [&] { return stop || filled_n > i; });
-        if (filled_n <= i) return;
-      }
-      std::string why = pwrite_all(file.direct, slots_[i % kSlots].get(), len(i), offset + i * kChunk);
-      const bool failed = !why.empty();
-      {
-        std::lock_guard<std::mutex> lock(m);
-        if (failed) {
-          error = std::move(why);
-          stop = true;
-        } else {
-          ++written_n;
-        }
-      }
-      cv.notify_all();
-      if (failed) return;
-    }
-  });
-
-  for (size_t i = 0; i < chunks; ++i) {
-    {
-      std::unique_lock<std::mutex> lock(m);
-      cv.wait(lock, [&] { return stop || i - written_n < kSlots; });
-      if (stop) break;
-    }
-    char* slot = slots_[i % kSlots].get();
-    std::memcpy(slot, bytes + i * kChunk, len(i));
-    for (Xxh3Stream* h : hashes) h->update(slot, len(i));
-    {
-      std::lock_guard<std::mutex> lock(m);
-      ++filled_n;
-    }
-    cv.notify_all();
-  }
-  {
-    // Wakes the writer if this loop stopped early (it then finds nothing more to write).
-    std::lock_guard<std::mutex> lock(m);
-    if (filled_n < chunks) stop = true;
-  }
-  cv.notify_all();
-  io.join();
+  // The copy into the aligned buffers (and the hashing) on this thread, the writes on a helper.
+  const std::string error = run_chunk_pipeline(
+      chunks, kSlots,
+      [&](size_t i) {
+        char* slot = slots_[i % kSlots].get();
+        std::memcpy(slot, bytes + i * kChunk, len(i));
+        for (Xxh3Stream* h : hashes) h->update(slot, len(i));
+        return std::string();
+      },
+      [&](size_t i) { return pwrite_all(file.direct, slots_[i % kSlots].get(), len(i), offset + i * kChunk); },
+      /*produce_on_helper=*/false);
   if (!error.empty()) return error;
 
   for (Xxh3Stream* h : hashes) h->update(bytes + direct_len, size - direct_len);

@@ -1,13 +1,23 @@
 #include "ckpt/chunk_pipeline.h"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
 namespace scaleguard::ckpt {
 
-std::string run_chunk_pipeline(size_t n, size_t depth, const std::function<std::string(size_t)>& produce,
-                               const std::function<std::string(size_t)>& consume, bool produce_on_helper) {
+void ChunkPipeline::Free::operator()(char* p) const { std::free(p); }
+
+std::string ChunkPipeline::run(size_t n, const Stage& produce, const Stage& consume, bool produce_on_helper) {
+  constexpr size_t kDepth = 4;
+  while (buffers_.size() < kDepth) {
+    char* p = static_cast<char*>(std::aligned_alloc(kDirectAlign, kChunkBytes));
+    if (!p) return "out of memory for the checkpoint I/O buffers";
+    buffers_.emplace_back(p);
+  }
+  auto buffer = [&](size_t i) { return buffers_[i % kDepth].get(); };
+
   std::mutex m;
   std::condition_variable cv;
   size_t produced = 0, consumed = 0;
@@ -32,10 +42,10 @@ std::string run_chunk_pipeline(size_t n, size_t depth, const std::function<std::
     for (size_t i = 0; i < n; ++i) {
       {
         std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [&] { return stop || i - consumed < depth; });
+        cv.wait(lock, [&] { return stop || i - consumed < kDepth; });
         if (stop) return;
       }
-      if (!finish(produce(i), produced)) return;
+      if (!finish(produce(i, buffer(i)), produced)) return;
     }
   };
   auto consumer = [&] {
@@ -45,7 +55,7 @@ std::string run_chunk_pipeline(size_t n, size_t depth, const std::function<std::
         cv.wait(lock, [&] { return stop || produced > i; });
         if (produced <= i) return;
       }
-      if (!finish(consume(i), consumed)) return;
+      if (!finish(consume(i, buffer(i)), consumed)) return;
     }
   };
   std::thread helper = produce_on_helper ? std::thread(producer) : std::thread(consumer);

@@ -14,9 +14,8 @@
 namespace scaleguard::ckpt {
 namespace {
 
-constexpr size_t kChunk = size_t{4} << 20;
-constexpr size_t kSlots = 4;
-constexpr uint64_t kAlign = 4096;  // O_DIRECT: file offsets, lengths and buffers
+constexpr size_t kChunk = kChunkBytes;
+constexpr uint64_t kAlign = kDirectAlign;
 
 // Reads up to `size` bytes at `offset`, at least `need`. "" or why: a short file is an error
 // here (the caller knows how many bytes must be there). O_DIRECT reads come back short only
@@ -53,14 +52,7 @@ int open_for_raw_reads(const std::string& path, bool page_cache, bool* direct) {
   return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
-void RawReader::Free::operator()(char* p) const { std::free(p); }
-
 std::string RawReader::read(int fd, bool direct, uint64_t offset, size_t size, void* dst, uint64_t* xxh3) {
-  while (slots_.size() < kSlots) {
-    char* p = static_cast<char*>(std::aligned_alloc(kAlign, kChunk));
-    if (!p) return "out of memory for the read buffers";
-    slots_.emplace_back(p);
-  }
   // The file range read: with O_DIRECT the aligned pages around the bytes wanted.
   const uint64_t base = direct ? offset / kAlign * kAlign : offset;
   const uint64_t end = offset + size;
@@ -72,14 +64,14 @@ std::string RawReader::read(int fd, bool direct, uint64_t offset, size_t size, v
   auto hi = [&](size_t i) { return std::min<uint64_t>(to(i), end); };
 
   Xxh3Stream hash;
-  const std::string error = run_chunk_pipeline(
-      chunks, kSlots,
-      [&](size_t i) {
-        return pread_some(fd, direct, slots_[i % kSlots].get(), static_cast<size_t>(to(i) - from(i)),
-                          static_cast<size_t>(hi(i) - from(i)), from(i));
+  const std::string error = pipeline_.run(
+      chunks,
+      [&](size_t i, char* buffer) {
+        return pread_some(fd, direct, buffer, static_cast<size_t>(to(i) - from(i)), static_cast<size_t>(hi(i) - from(i)),
+                          from(i));
       },
-      [&](size_t i) {
-        const char* wanted = slots_[i % kSlots].get() + (lo(i) - from(i));
+      [&](size_t i, char* buffer) {
+        const char* wanted = buffer + (lo(i) - from(i));
         const size_t n = static_cast<size_t>(hi(i) - lo(i));
         hash.update(wanted, n);
         std::memcpy(static_cast<char*>(dst) + (lo(i) - offset), wanted, n);

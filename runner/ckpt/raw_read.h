@@ -10,9 +10,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <vector>
+
+#include "ckpt/chunk_pipeline.h"
 
 namespace scaleguard::ckpt {
 
@@ -29,10 +29,7 @@ class RawReader {
   std::string read(int fd, bool direct, uint64_t offset, size_t size, void* dst, uint64_t* xxh3);
 
  private:
-  struct Free {
-    void operator()(char* p) const;
-  };
-  std::vector<std::unique_ptr<char, Free>> slots_;  // 4 x 4 MiB, kept for every read
+  ChunkPipeline pipeline_;  // its buffers are kept for every read
 };
 
 }  // namespace scaleguard::ckpt

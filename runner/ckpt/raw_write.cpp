@@ -13,9 +13,8 @@
 namespace scaleguard::ckpt {
 namespace {
 
-constexpr size_t kChunk = size_t{4} << 20;
-constexpr size_t kSlots = 4;
-constexpr uint64_t kAlign = 4096;  // O_DIRECT: file offsets, lengths and buffers
+constexpr size_t kChunk = kChunkBytes;
+constexpr uint64_t kAlign = kDirectAlign;
 
 std::string pwrite_all(int fd, const char* buf, size_t size, uint64_t offset) {
   size_t done = 0;
@@ -53,15 +52,8 @@ std::string open_for_raw_writes(const std::string& path, RawFile& file) {
   return "";
 }
 
-void RawWriter::Free::operator()(char* p) const { std::free(p); }
-
 std::string RawWriter::write(const RawFile& file, uint64_t offset, size_t size, const void* src,
                              const std::vector<Xxh3Stream*>& hashes) {
-  while (slots_.size() < kSlots) {
-    char* p = static_cast<char*>(std::aligned_alloc(kAlign, kChunk));
-    if (!p) return "out of memory for the write buffers";
-    slots_.emplace_back(p);
-  }
   const char* bytes = static_cast<const char*>(src);
   // O_DIRECT for the whole 4 KiB blocks; the rest (the tail, or all of it where O_DIRECT
   // is unavailable or the range is unaligned) through the page cache.
@@ -70,15 +62,14 @@ std::string RawWriter::write(const RawFile& file, uint64_t offset, size_t size, 
   auto len = [&](size_t i) { return std::min(kChunk, direct_len - i * kChunk); };
 
   // The copy into the aligned buffers (and the hashing) on this thread, the writes on a helper.
-  const std::string error = run_chunk_pipeline(
-      chunks, kSlots,
-      [&](size_t i) {
-        char* slot = slots_[i % kSlots].get();
-        std::memcpy(slot, bytes + i * kChunk, len(i));
-        for (Xxh3Stream* h : hashes) h->update(slot, len(i));
+  const std::string error = pipeline_.run(
+      chunks,
+      [&](size_t i, char* buffer) {
+        std::memcpy(buffer, bytes + i * kChunk, len(i));
+        for (Xxh3Stream* h : hashes) h->update(buffer, len(i));
         return std::string();
       },
-      [&](size_t i) { return pwrite_all(file.direct, slots_[i % kSlots].get(), len(i), offset + i * kChunk); },
+      [&](size_t i, char* buffer) { return pwrite_all(file.direct, buffer, len(i), offset + i * kChunk); },
       /*produce_on_helper=*/false);
   if (!error.empty()) return error;
 

@@ -10,10 +10,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "ckpt/chunk_pipeline.h"
 #include "scaleguard/checksum.h"
 
 namespace scaleguard::ckpt {
@@ -37,10 +37,7 @@ class RawWriter {
                     const std::vector<Xxh3Stream*>& hashes);
 
  private:
-  struct Free {
-    void operator()(char* p) const;
-  };
-  std::vector<std::unique_ptr<char, Free>> slots_;  // 4 x 4 MiB, kept for every write
+  ChunkPipeline pipeline_;  // its buffers are kept for every write
 };
 
 // Feeds bytes [from, to) of the file (read through the page cache) to `hash`; "" or why.

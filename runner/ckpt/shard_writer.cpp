@@ -70,9 +70,8 @@ std::string write_string_attr(hid_t obj, const char* name, const std::string& s)
 // Datasets this large are written raw (raw_write.h) into space HDF5 allocates for them,
 // 4 KiB-aligned for O_DIRECT; smaller ones through H5Dwrite.
 constexpr hsize_t kRawMin = hsize_t{1} << 16;
-constexpr hsize_t kAlign = 4096;
 
-// A dataset HDF5 allocated but left for write_raw to fill.
+// A dataset HDF5 allocated but left for RawWriter::write to fill.
 struct RawDataset {
   haddr_t offset;
   size_t bytes;
@@ -105,7 +104,7 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
 
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   Handle raw_dcpl(H5Pcreate(H5P_DATASET_CREATE));
-  if (!fapl.valid() || !raw_dcpl.valid() || H5Pset_alignment(fapl.get(), kRawMin, kAlign) < 0 ||
+  if (!fapl.valid() || !raw_dcpl.valid() || H5Pset_alignment(fapl.get(), kRawMin, kDirectAlign) < 0 ||
       H5Pset_layout(raw_dcpl.get(), H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(raw_dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
       H5Pset_fill_time(raw_dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
     return fail(path, "cannot set up HDF5 properties: " + h5::last_error());

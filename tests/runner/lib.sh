@@ -39,5 +39,26 @@ mpi_rc() {
       "$0" "$@"; rc=$?; echo $rc > '"$prefix"'.$OMPI_COMM_WORLD_RANK; exit $rc' "$run" "$@"
 }
 
+# mpi_signalable N METRICS ARGS...: scaleguard-run ARGS --metrics METRICS on N ranks in the
+# background ($launcher is mpirun's pid), for a test that signals a rank: each rank writes
+# its pid to pid.<rank> and its own exit code to rc.<rank>. Returns once every rank runs and
+# METRICS has 3 steps; 1 if that takes over 2 minutes.
+mpi_signalable() {
+  local n=$1 metrics=$2; shift 2
+  timeout 120 "$mpiexec" -np "$n" --oversubscribe --bind-to none bash -c '
+    "$0" "$@" & child=$!
+    echo $child > pid.$OMPI_COMM_WORLD_RANK
+    wait $child; rc=$?
+    # bash returns from wait early when it is signalled itself; wait for the real exit.
+    while kill -0 $child 2>/dev/null; do wait $child; rc=$?; done
+    echo $rc > rc.$OMPI_COMM_WORLD_RANK' "$run" "$@" --metrics "$metrics" &
+  launcher=$!
+  for _ in $(seq 1200); do
+    [ -f "pid.$((n - 1))" ] && [ -f "$metrics" ] && [ "$(grep -c '"step"' "$metrics")" -ge 3 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # final_field FILE KEY: a field of the metrics file's {"final":true,...} line.
 final_field() { grep '"final":true' "$1" | sed -E "s/.*\"$2\":\"?([^,\"}]*).*/\1/"; }

@@ -41,19 +41,8 @@ done
 
 # SIGUSR1 to one rank of a tp=2 x pp=2 grid: every rank saves and exits 85.
 grid=(--tp 2 --pp 2)
-timeout 120 "$mpiexec" -np 4 --oversubscribe --bind-to none bash -c '
-  "$0" "$@" & child=$!
-  echo $child > pid.$OMPI_COMM_WORLD_RANK
-  wait $child; rc=$?
-  while kill -0 $child 2>/dev/null; do wait $child; rc=$?; done
-  echo $rc > rc.$OMPI_COMM_WORLD_RANK' "$run" \
-  "${common[@]}" "${grid[@]}" --steps 100000 --metrics sig.jsonl --ckpt-dir sig-ck --ckpt-every 100000 > sig.log 2>&1 &
-launcher=$!
-for _ in $(seq 1200); do
-  [ -f pid.3 ] && [ -f sig.jsonl ] && [ "$(grep -c '"step"' sig.jsonl)" -ge 3 ] && break
-  sleep 0.1
-done
-[ -f pid.3 ] || { cat sig.log; fail "grid ranks did not start"; }
+mpi_signalable 4 sig.jsonl "${common[@]}" "${grid[@]}" --steps 100000 --ckpt-dir sig-ck --ckpt-every 100000 \
+  > sig.log 2>&1 || { cat sig.log; fail "grid ranks did not start"; }
 kill -USR1 "$(cat pid.3)"
 wait "$launcher" || true
 for r in 0 1 2 3; do

@@ -3,21 +3,8 @@
 # boundary, stop together, and exit 85 ("stopped after the checkpoint hook").
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-timeout 120 "$mpiexec" -np 2 --oversubscribe --bind-to none bash -c '
-  "$0" "$@" & child=$!
-  echo $child > pid.$OMPI_COMM_WORLD_RANK
-  wait $child; rc=$?
-  # bash returns from wait early when it is signalled itself; wait for the real exit.
-  while kill -0 $child 2>/dev/null; do wait $child; rc=$?; done
-  echo $rc > rc.$OMPI_COMM_WORLD_RANK' "$run" \
-  train --data tokens.bin --model gpt --n-embd 32 --n-layer 1 --seq-len 32 --global-batch 8 \
-  --steps 100000 --threads 1 --log-every 1 --metrics m.jsonl > run.log 2>&1 &
-launcher=$!
-for _ in $(seq 600); do
-  [ -f pid.1 ] && [ -f m.jsonl ] && [ "$(grep -c '"step"' m.jsonl)" -ge 3 ] && break
-  sleep 0.1
-done
-[ -f pid.1 ] || fail "ranks did not start"
+mpi_signalable 2 m.jsonl train --data tokens.bin --model gpt --n-embd 32 --n-layer 1 --seq-len 32 --global-batch 8 \
+  --steps 100000 --threads 1 --log-every 1 > run.log 2>&1 || { cat run.log; fail "ranks did not start"; }
 kill -USR1 "$(cat pid.1)"
 wait "$launcher" || true
 for r in 0 1; do

@@ -2,10 +2,11 @@
 // the dd baselines on the same bytes and disk and prints the ratios.
 //   bench_ckpt save DIR MB         synchronous save of MB MiB of float32 (step 1)
 //   bench_ckpt load DIR [verify]   read every tensor of step 1 (whole-file checksums first with verify)
-//   bench_ckpt async DIR MB        a sync save vs the training-thread time blocked by an async save
+//   bench_ckpt async DIR MB        sync saves vs the training-thread time blocked by async saves (medians of 3)
 #include <ATen/ATen.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -98,31 +99,38 @@ void compute(at::Tensor& a, at::Tensor& b) {
   for (int i = 0; i < 8; ++i) a = at::tanh(at::mm(a, b));
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
   auto ts = model(mb);
   at::Tensor a = at::randn({256, 256}), b = at::randn({256, 256}) * 0.05;
-
   ck::Saver saver(dir, meta(), comm, 0, quiet);
-  // Synchronous save: the training thread is stalled for all of it.
-  auto t0 = Clock::now();
-  auto r = saver.save(snapshot(2, ts, false));
-  const double sync_save = since(t0);
-  if (!r) return 1;
 
-  // Asynchronous, twice (the first allocates the host buffers the second reuses): start at
-  // step 0, poll at every step boundary, wait for the copy before the update, run until the
-  // commit. Blocked = time the training thread spent inside the saver, for the second save.
-  double blocked = 0, with_async = 0;
+  // Round 0 warms up (the first async save allocates the host buffers later ones reuse);
+  // rounds 1-3 each time a synchronous save (the training thread stalled for all of it) and
+  // an asynchronous one: start at step 0, poll at every step boundary, wait for the copy
+  // before the update, run until the commit. Blocked = time the training thread spent
+  // inside the saver. Medians of rounds 1-3 are reported (one save is a noisy sample).
+  std::vector<double> sync_saves, blocked_times;
+  double with_async = 0;
   int committed_at = -1, async_steps = 0;
-  for (int round = 0; round < 2; ++round) {
-    blocked = 0;
+  for (int round = 0; round < 4; ++round) {
+    if (round > 0) {
+      const auto t0 = Clock::now();
+      if (!saver.save(snapshot(100 + round, ts, false))) return 1;
+      sync_saves.push_back(since(t0));
+    }
+    double blocked = 0;
     committed_at = -1;
-    t0 = Clock::now();
+    const auto t0 = Clock::now();
     int s = 0;
     for (; committed_at < 0 && s < 100000; ++s) {
       if (s == 0) {
         const auto b0 = Clock::now();
-        saver.start(snapshot(3 + round, ts, false));
+        saver.start(snapshot(200 + round, ts, false));
         blocked += since(b0);
       }
       compute(a, b);
@@ -138,11 +146,12 @@ int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
         committed_at = s;
       }
     }
+    if (round > 0) blocked_times.push_back(blocked);
     with_async = since(t0);
     async_steps = s;
   }
   // The same number of steps without a save, for the slow-down the writer thread causes.
-  t0 = Clock::now();
+  const auto t0 = Clock::now();
   for (int s = 0; s < async_steps; ++s) {
     compute(a, b);
     for (auto& t : ts) t.add_(1e-3);
@@ -150,7 +159,7 @@ int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
   const double plain_same = since(t0);
   std::printf("plain_steps_seconds=%.4f\nsync_save_seconds=%.4f\nasync_blocked_seconds=%.4f\n"
               "async_steps_seconds=%.4f\nasync_committed_at_step=%d\nsnapshot_bytes=%llu\n",
-              plain_same, sync_save, blocked, with_async, committed_at,
+              plain_same, median(sync_saves), median(blocked_times), with_async, committed_at,
               static_cast<unsigned long long>(snapshot(0, ts, false).bytes()));
   return 0;
 }

@@ -2,7 +2,7 @@
 # Checkpoint benchmark, one run, ratios against baselines on the same bytes and disk:
 #   save  vs dd of the shard file with conv=fsync           (target >= 0.9x dd)
 #   load  vs a cold sequential read of the shard (dd)        (target >= 0.9x)
-#   async: training-thread time blocked by an async save vs a sync save (target <= 5%)
+#   async: training-thread time blocked by an async save vs a sync save, medians of 3 each (target <= 5%)
 # usage: bench/ckpt/run.sh BUILD_DIR [MB=1024] [DIR=/var/tmp/scaleguard-bench-ckpt]
 set -euo pipefail
 build=${1:?usage: run.sh BUILD_DIR [MB] [DIR]}
@@ -68,5 +68,5 @@ load        HDF5 ${load_s}s ($(rate "$bytes" "$load_s") MiB/s)   cold dd read ${
 verify+load ${verify_load_s}s (whole-file checksums, then the reads): ratio $(r "$dd_read_s / $verify_load_s")x cold read
 async       blocked ${blocked_s}s vs sync save ${sync_s}s: $(r "100 * $blocked_s / $sync_s")% (snapshot $(mib "$snap") MiB host memory, committed after $((at_step + 1)) steps)
             those steps: ${plain_s}s without a save, ${async_steps_s}s with the async save running (+$(r "100 * ($async_steps_s - $plain_s) / $plain_s")%: the writer thread shares the 2 cores)
-save/load: medians of 3 rounds; save = write + fsync + checksums + commit; load = open + read in place + dataset checksums
+save/load/async: medians of 3 rounds; save = write + fsync + checksums + commit; load = open + read in place + dataset checksums
 OUT

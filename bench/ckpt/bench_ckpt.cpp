@@ -134,11 +134,14 @@ int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
         blocked += since(b0);
       }
       compute(a, b);
+      // The optimizer step, fenced per tensor as the runner's AdamW does per bucket.
+      for (auto& t : ts) {
+        const auto f0 = Clock::now();
+        saver.wait_snapshot(t);
+        blocked += since(f0);
+        t.add_(1e-3);
+      }
       auto b1 = Clock::now();
-      saver.wait_snapshot();
-      blocked += since(b1);
-      for (auto& t : ts) t.add_(1e-3);
-      b1 = Clock::now();
       auto done = saver.poll();
       blocked += since(b1);
       if (done) {

@@ -105,6 +105,9 @@ void Saver::start(Snapshot snap) {
   pending_step_ = pending_snapshot_->step();
   pending_ = true;
   pending_write_ = std::async(std::launch::async, [this] {
+    // Test hook: the writer thread starts copying late, so the training thread's fences
+    // must copy every tensor it changes by themselves.
+    if (unsigned s = test_hook_seconds("SCALEGUARD_TEST_DELAY_COPY", pending_step_)) ::sleep(s);
     pending_snapshot_->copy();
     pending_snapshot_->adopt_copies();
     return write(*pending_snapshot_);
@@ -114,6 +117,14 @@ void Saver::start(Snapshot snap) {
 void Saver::wait_snapshot() {
   // Copies what is left of the snapshot beside the writer thread, rather than waiting.
   if (pending_) pending_snapshot_->copy();
+}
+
+void Saver::wait_snapshot(const at::Tensor& live) {
+  if (!pending_ || !live.defined() || live.numel() == 0 || !live.device().is_cpu()) return;
+  // The bytes `live` spans (strides >= 0, as every tensor the runner updates has).
+  int64_t last = 0;
+  for (int64_t d = 0; d < live.dim(); ++d) last += (live.size(d) - 1) * live.stride(d);
+  pending_snapshot_->copy_overlapping(live.data_ptr(), static_cast<size_t>(last + 1) * live.element_size());
 }
 
 std::optional<Result<Committed>> Saver::poll() {

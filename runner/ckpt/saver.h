@@ -11,7 +11,7 @@
 // Asynchronous save: start() hands a Snapshot to a background thread, which first takes host
 // copies of referenced tensors (the copy overlaps the next forward/backward; the caller
 // calls wait_snapshot() before its optimizer changes the tensors, which copies what is still
-// left beside it) and then writes it (step 1 only, no collectives). The host copies are kept
+// left beside it, or wait_snapshot(tensor) before changing each tensor) and then writes it (step 1 only, no collectives). The host copies are kept
 // after the commit and reused by the next async save: memory cost = Snapshot::bytes() for as
 // long as async saves are used. poll(), called by every rank at every step boundary on the
 // main thread, does one all_min on "my write is done"; when it is 1 everywhere, steps 2-4 run
@@ -68,6 +68,10 @@ class Saver {
   // Local: returns once the snapshot's host copies exist (helping the writer thread copy);
   // after it the caller may change the saved tensors. Returns at once when nothing is pending.
   void wait_snapshot();
+  // Local, the per-tensor fence: returns once every saved byte inside `live`'s memory is
+  // copied (copying those chunks first); after it the caller may change `live`. An optimizer
+  // that calls it before updating each tensor overlaps the rest of the copy with its update.
+  void wait_snapshot(const at::Tensor& live);
   bool pending() const { return pending_; }
   // Collective while pending (every rank calls it at the same step boundaries): the outcome
   // once every rank's write has finished, nullopt before that or when nothing is pending.

@@ -79,14 +79,9 @@ struct RawDataset {
   size_t entry;  // index into ShardEntry::datasets
 };
 
-// SECONDS, or SECONDS@STEP: only in the save of that step (a test can let earlier saves
-// of a real training run commit and hold a later one).
 void test_pause(const std::string& path, int64_t step) {
-  const char* env = std::getenv("SCALEGUARD_TEST_PAUSE_IN_SAVE");
-  if (!env || !*env) return;
-  char* rest = nullptr;
-  const unsigned seconds = static_cast<unsigned>(std::strtoul(env, &rest, 10));
-  if (*rest == '@' && std::strtoll(rest + 1, nullptr, 10) != step) return;
+  const unsigned seconds = test_hook_seconds("SCALEGUARD_TEST_PAUSE_IN_SAVE", step);
+  if (seconds == 0) return;
   std::fprintf(stderr, "scaleguard-ckpt: test pause %us inside the save of %s (pid %d)\n", seconds,
                path.c_str(), static_cast<int>(::getpid()));
   std::fflush(stderr);
@@ -94,6 +89,15 @@ void test_pause(const std::string& path, int64_t step) {
 }
 
 }  // namespace
+
+unsigned test_hook_seconds(const char* variable, int64_t step) {
+  const char* env = std::getenv(variable);
+  if (!env || !*env) return 0;
+  char* rest = nullptr;
+  const unsigned long seconds = std::strtoul(env, &rest, 10);
+  if (*rest == '@' && std::strtoll(rest + 1, nullptr, 10) != step) return 0;
+  return static_cast<unsigned>(std::min(seconds, 3600UL));
+}
 
 Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot& snap) {
   h5::quiet();

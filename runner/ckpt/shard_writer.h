@@ -16,4 +16,8 @@ namespace scaleguard::ckpt {
 // pid to stderr, so a test can kill it there.
 Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot& snap);
 
+// Test hooks: the environment variable's SECONDS, or SECONDS@STEP when saving that step
+// (a test can let earlier saves of a real training run commit and hold a later one); else 0.
+unsigned test_hook_seconds(const char* variable, int64_t step);
+
 }  // namespace scaleguard::ckpt

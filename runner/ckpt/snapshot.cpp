@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 
@@ -44,13 +45,34 @@ struct Snapshot::CopyWork {
     const char* from;
     char* to;
     size_t bytes;
+    std::atomic<int> state{0};   // kFree, kClaimed, kCopied
+    Chunk(const char* f, char* t, size_t b) : from(f), to(t), bytes(b) {}
   };
-  std::vector<Chunk> chunks;
+  static constexpr int kFree = 0, kClaimed = 1, kCopied = 2;
+  std::deque<Chunk> chunks;       // deque: atomics do not move
   std::vector<at::Tensor> dest;   // per tensor; undefined where the snapshot owns it already
-  std::atomic<size_t> next{0};    // the next chunk to claim
   std::mutex m;
   std::condition_variable cv;
-  size_t done = 0;                // chunks copied
+
+  // Copies chunk i unless another thread claimed it first.
+  void claim_and_copy(Chunk& c) {
+    int expected = kFree;
+    if (!c.state.compare_exchange_strong(expected, kClaimed)) return;
+    std::memcpy(c.to, c.from, c.bytes);
+    std::lock_guard<std::mutex> lock(m);
+    c.state = kCopied;
+    cv.notify_all();
+  }
+  // Copies the chunks `pick` selects (those free), then waits for the ones others copy.
+  template <class Pick>
+  void copy_where(Pick pick) {
+    for (auto& c : chunks)
+      if (pick(c)) claim_and_copy(c);
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] {
+      return std::all_of(chunks.begin(), chunks.end(), [&](const Chunk& c) { return !pick(c) || c.state == kCopied; });
+    });
+  }
 };
 
 void Snapshot::plan_copies(std::vector<at::Tensor>& reuse) {
@@ -69,21 +91,20 @@ void Snapshot::plan_copies(std::vector<at::Tensor>& reuse) {
     const auto* from = static_cast<const char*>(src.data_ptr());
     auto* to = static_cast<char*>(dst.data_ptr());
     for (size_t off = 0; off < src.nbytes(); off += kChunk)
-      copies_->chunks.push_back({from + off, to + off, std::min(kChunk, src.nbytes() - off)});
+      copies_->chunks.emplace_back(from + off, to + off, std::min(kChunk, src.nbytes() - off));
     copies_->dest[i] = std::move(dst);
   }
 }
 
 void Snapshot::copy() {
-  if (!copies_) return;
-  CopyWork& w = *copies_;
-  for (size_t i; (i = w.next.fetch_add(1)) < w.chunks.size();) {
-    std::memcpy(w.chunks[i].to, w.chunks[i].from, w.chunks[i].bytes);
-    std::lock_guard<std::mutex> lock(w.m);
-    if (++w.done == w.chunks.size()) w.cv.notify_all();
-  }
-  std::unique_lock<std::mutex> lock(w.m);
-  w.cv.wait(lock, [&] { return w.done == w.chunks.size(); });
+  if (copies_) copies_->copy_where([](const CopyWork::Chunk&) { return true; });
+}
+
+void Snapshot::copy_overlapping(const void* begin, size_t bytes) {
+  if (!copies_ || bytes == 0) return;
+  const char* lo = static_cast<const char*>(begin);
+  const char* hi = lo + bytes;
+  copies_->copy_where([&](const CopyWork::Chunk& c) { return c.from < hi && lo < c.from + c.bytes; });
 }
 
 void Snapshot::adopt_copies() {

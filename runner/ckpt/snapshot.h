@@ -49,12 +49,15 @@ class Snapshot {
   // Host copies of the referenced tensors, for an asynchronous save, in three parts.
   // plan_copies() (one thread, first) picks a host buffer per tensor, reusing buffers of
   // the previous snapshot with the same shape and dtype (no fresh memory to page-fault at
-  // every save). copy() may run on several threads at once: each copies 4 MiB chunks until
-  // none is left, then waits for the others' chunks, so the training thread that waits for
-  // the snapshot helps the writer thread instead of idling. adopt_copies() (one thread,
-  // after copy() returned there) makes the snapshot use its copies.
+  // every save). copy() may run on several threads at once: each copies the 4 MiB chunks no
+  // other thread has claimed, then waits for the others' chunks, so the training thread that
+  // waits for the snapshot helps the writer thread instead of idling. copy_overlapping()
+  // does the same for the chunks whose source overlaps [begin, begin + bytes): the fence
+  // before an optimizer changes one tensor. adopt_copies() (one thread, after copy()
+  // returned there) makes the snapshot use its copies.
   void plan_copies(std::vector<at::Tensor>& reuse);
   void copy();
+  void copy_overlapping(const void* begin, size_t bytes);
   void adopt_copies();
   // Hands the host copies over for reuse by the next snapshot.
   std::vector<at::Tensor> release_copies();

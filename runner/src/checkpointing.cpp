@@ -437,10 +437,9 @@ void Checkpointing::after_step(Trainer& t, bool stopping) {
   }
   if (auto r = saver_->finish()) handle(*r, false);  // the next save waits for the previous
   save_started_ = now_s();
+  // The host copy goes on beside the next forward/backward; before_update() makes the
+  // optimizer wait for each tensor's copy, and the write goes on in the background.
   saver_->start(snapshot(t, false));
-  // The host copy must exist before the next optimizer step changes the parameters; the
-  // write itself goes on in the background.
-  saver_->wait_snapshot();
 }
 
 }  // namespace scaleguard::run

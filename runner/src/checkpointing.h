@@ -47,6 +47,9 @@ class Checkpointing {
   // TrainHooks::after_step. Throws CheckpointStop (on every rank) when a save failed and
   // --ckpt-on-error=stop, or when the save before stopping failed.
   void after_step(Trainer& t, bool stopping);
+  // TrainHooks::before_update: the optimizer is about to change `live`; an async save in
+  // flight copies it first.
+  void before_update(const at::Tensor& live) { saver_->wait_snapshot(live); }
 
  private:
   void log(const std::string& line) const;

@@ -171,6 +171,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       ready = !any_failed(l, ckpt->prepare(), "checkpoint directory") &&
               !any_failed(l, ckpt->resume(*trainer), "checkpoint resume");
       trainer->hooks.after_step = [&ckpt](Trainer& t, bool stopping) { ckpt->after_step(t, stopping); };
+      trainer->hooks.before_update = [&ckpt](const at::Tensor& x) { ckpt->before_update(x); };
     }
     if (ready) {
       try {

@@ -63,18 +63,23 @@ AdamW::AdamW(FlatLayout& layout, const Config& cfg)
   }
 }
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr, const BeforeWrite& before_write) {
   ++step_;
   at::NoGradGuard no_grad;
   double bc1 = 1.0 - std::pow(beta1_, static_cast<double>(step_));
   double bc2 = 1.0 - std::pow(beta2_, static_cast<double>(step_));
   const auto& buckets = layout_.buckets();
-  if (weight_decay_ > 0)
-    for (const ShardPiece& pc : layout_.shard_pieces()) {
-      const FlatParam& p = layout_.params()[pc.param];
-      if (p.decay) piece_of(buckets[p.bucket].param_shard(), pc).mul_(1.0 - lr * weight_decay_);  // decoupled, first
-    }
   for (size_t b = 0; b < buckets.size(); ++b) {
+    if (before_write) {
+      before_write(buckets[b].params);   // whole bucket: ZeRO-1's all-gather writes all of it
+      before_write(exp_avg_[b]);
+      before_write(exp_avg_sq_[b]);
+    }
+    if (weight_decay_ > 0)
+      for (const ShardPiece& pc : layout_.shard_pieces()) {
+        const FlatParam& p = layout_.params()[pc.param];
+        if (p.bucket == b && p.decay) piece_of(buckets[b].param_shard(), pc).mul_(1.0 - lr * weight_decay_);  // decoupled, first
+      }
     const at::Tensor& g = buckets[b].grad_shard;
     at::Tensor p = buckets[b].param_shard();
     exp_avg_[b].mul_(beta1_).add_(g, 1.0 - beta1_);                 // m = b1 m + (1-b1) g

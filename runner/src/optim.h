@@ -3,6 +3,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,15 @@ struct OptimTensor {
 // embeddings only (nanoGPT). State lives in flat buffers shaped like the buckets' shards
 // (whole buckets without ZeRO). With a sharded layout, step() updates the shard from the
 // reduce-scattered gradients and all-gathers the parameters over the shard group.
+// Called with each tensor step() is about to change (a bucket's parameters, its moments),
+// before changing it: an asynchronous checkpoint's per-tensor fence.
+using BeforeWrite = std::function<void(const at::Tensor&)>;
+
 class AdamW {
  public:
   AdamW(FlatLayout& layout, const Config& cfg);
-  void step(double lr);
+  // Bucket by bucket: before_write on the bucket's tensors, then decay and the update.
+  void step(double lr, const BeforeWrite& before_write = {});
   int64_t steps_taken() const { return step_; }  // the per-parameter "step" of every tensor
   void set_steps_taken(int64_t s) { step_ = s; }
   // exp_avg and exp_avg_sq of every parameter (piece) this rank holds, in parameter-name

@@ -157,7 +157,7 @@ int Trainer::run() {
     double comm_s = dp_->take_comm_seconds() + sync_tied_embedding() + model_->take_comm_seconds();
     // Every gradient once: over the tp and pp groups, and the dp shards under ZeRO-1.
     double grad_norm = clip_grad_norm(*layout_, cfg_.grad_clip, {grid_.tp_group.get(), grid_.pp_group.get()});
-    optim_->step(lr);
+    optim_->step(lr, hooks.before_update);
     comm_s += optim_->take_comm_seconds();  // ZeRO-1's parameter all-gather
     ++state_.step;
     state_.position = static_cast<uint64_t>(state_.step * cfg_.global_batch);

@@ -41,6 +41,10 @@ struct TrainHooks {
   // (`stopping`). The checkpoint library saves here when a save is due or when stopping;
   // without it nothing is saved.
   std::function<void(Trainer&, bool stopping)> after_step;
+  // Runs before the optimizer changes a tensor (AdamW::step's BeforeWrite): an asynchronous
+  // checkpoint started after the previous step waits here for that tensor's host copy, so
+  // the copy overlaps this step's forward and backward.
+  BeforeWrite before_update;
 };
 
 class Trainer {

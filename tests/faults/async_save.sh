@@ -18,4 +18,12 @@ expect_rc 0 ranks 2 save --dir "$WORK/c" --steps 6,7 --async --big-mb 9
 expect_rc 0 ranks 2 load --dir "$WORK/c" --expect-step 7
 expect_rc 0 ranks 1 load --dir "$WORK/c" --expect-step 7
 expect_rc 0 "$SCALEGUARD_CLI" ckpt verify "$WORK/c"
+
+# The per-tensor fence: alone (no writer thread, deterministic), then in a real async save
+# where each live tensor changes as soon as its own chunks are copied, while
+# the writer thread may still be copying the others (the big tensor last).
+expect_rc 0 ranks 2 fence
+expect_rc 0 ranks 2 save --dir "$WORK/d" --steps 8,9 --async --per-tensor --big-mb 9
+expect_rc 0 ranks 2 load --dir "$WORK/d" --expect-step 9
+expect_rc 0 ranks 1 load --dir "$WORK/d" --expect-step 9
 echo PASS

@@ -1,9 +1,10 @@
 // Test driver for the checkpoint library under real mpirun ranks. It saves checkpoints of
 // tensors whose values are a known function of (name, step), so a reader on any number of
 // ranks can check every element bit for bit, and exits with a code the fault scripts check.
-//   save --dir D --steps 1,2,3 [--async [--copy-now]] [--big-mb N (+1001 bytes) [--big-steps 2,3]] [--keep K]
+//   save --dir D --steps 1,2,3 [--async [--copy-now | --per-tensor]] [--big-mb N (+1001 bytes) [--big-steps 2,3]] [--keep K]
 //        [--on-save-error continue|stop]
 //   load --dir D --expect-step N [--no-verify (no whole-file checksums)]
+//   fence      (the per-tensor fence of an async snapshot, without a writer thread)
 //   interval   (checks interval parsing, Daly's formula and agree_due across the ranks)
 // Both take [--model-hash H]. Exit: 0 ok, 1 data mismatch, 2 error (message on stderr),
 // 3 no checkpoint to load, 4 a save failed and on_save_error=stop.
@@ -129,6 +130,9 @@ int save(int argc, char** argv, ck::CommitComm& comm) {
   const bool async = flag(argc, argv, "--async");
   // --copy-now: the snapshot copies on the main thread; default: on the writer thread.
   const bool copy_now = flag(argc, argv, "--copy-now");
+  // --per-tensor: wait for each live tensor's copy just before changing it (the optimizer's
+  // fence) instead of for the whole snapshot.
+  const bool per_tensor = flag(argc, argv, "--per-tensor");
   const int64_t big_mb = std::stoll(arg(argc, argv, "--big-mb", "0"));
   // N MiB + 1001 bytes: no rank's share is a multiple of 4 KiB, so the shard writer's raw
   // path writes whole blocks with O_DIRECT and a tail through the page cache.
@@ -174,8 +178,13 @@ int save(int argc, char** argv, ck::CommitComm& comm) {
     }
     saver.start(std::move(snap));
     // "Training" goes on: once the copy exists the live tensors change; the snapshot must not.
-    saver.wait_snapshot();
-    for (auto& t : live) t.add_(1);
+    if (!per_tensor) saver.wait_snapshot();
+    // Per tensor in reverse: the first tensor changed is the one the writer thread copies last.
+    if (per_tensor) std::reverse(live.begin(), live.end());
+    for (auto& t : live) {
+      if (per_tensor) saver.wait_snapshot(t);
+      t.add_(1);
+    }
     for (int i = 0; i < 3; ++i) {
       if (auto done = saver.poll()) {
         if (int rc = handle(*done, step)) return rc;
@@ -315,6 +324,38 @@ int interval(ck::CommitComm& comm) {
 
 }  // namespace
 
+// The per-tensor fence without a writer thread, so nothing races: copy_overlapping() on
+// each live tensor (in reverse, one chunk-straddling big tensor included) before changing
+// it, then copy() of whatever is left must still give the values at the snapshot.
+int fence(int rank, int world) {
+  const int64_t big = (int64_t{9} << 20) + 1001;
+  std::vector<at::Tensor> live;
+  ck::Snapshot snap = snapshot(1, rank, world, big, false, live);
+  std::vector<at::Tensor> none;
+  snap.plan_copies(none);
+  std::reverse(live.begin(), live.end());
+  for (auto& t : live) {
+    snap.copy_overlapping(t.data_ptr(), t.nbytes());
+    t.add_(1);
+  }
+  snap.copy();
+  snap.adopt_copies();
+  int bad = 0;
+  for (const auto& t : snap.tensors()) {
+    if (t.rank_scoped) continue;
+    for (const auto& s : specs(world, big)) {
+      if (s.name != t.name) continue;
+      at::Tensor want = expected(s, 1);
+      if (want.dim() > 0) want = want.narrow(0, t.offset[0], t.data.size(0));
+      if (!at::equal(t.data, want)) {
+        log("MISMATCH after the fence: " + t.name);
+        ++bad;
+      }
+    }
+  }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -325,6 +366,7 @@ int main(int argc, char** argv) {
     if (mode == "save") rc = save(argc, argv, comm);
     else if (mode == "load") rc = load(argc, argv, comm);
     else if (mode == "interval") rc = interval(comm);
+    else if (mode == "fence") rc = fence(comm.rank(), comm.size());
     else log("usage: ckpt_fault_tool save|load --dir D ...");
     // Every rank leaves with the worst code, so mpirun's exit status is meaningful.
     rc = -comm.all_min(-rc);

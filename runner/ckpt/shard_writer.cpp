@@ -106,9 +106,14 @@ Result<ShardEntry> write_shard(const std::string& dir, int rank, const Snapshot&
   entry.file = shard_file_name(rank);
   const std::string path = dir + "/" + entry.file;
 
+  // Object headers and group structures go into one block at the front of the file (~1 KiB
+  // per tensor, measured ~0.6) instead of between the datasets: opening the shard and each
+  // dataset then reads one region, not a cold seek per tensor.
+  const hsize_t meta_block = std::clamp<hsize_t>(hsize_t{1024} * snap.tensors().size(), 4096, hsize_t{1} << 20);
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   Handle raw_dcpl(H5Pcreate(H5P_DATASET_CREATE));
   if (!fapl.valid() || !raw_dcpl.valid() || H5Pset_alignment(fapl.get(), kRawMin, kDirectAlign) < 0 ||
+      H5Pset_meta_block_size(fapl.get(), meta_block) < 0 ||
       H5Pset_layout(raw_dcpl.get(), H5D_CONTIGUOUS) < 0 || H5Pset_alloc_time(raw_dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
       H5Pset_fill_time(raw_dcpl.get(), H5D_FILL_TIME_NEVER) < 0)
     return fail(path, "cannot set up HDF5 properties: " + h5::last_error());

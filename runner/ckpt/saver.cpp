@@ -1,5 +1,7 @@
 #include "ckpt/saver.h"
 
+#include <ATen/ops/zeros_like.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,6 +96,16 @@ Saver::Written Saver::write(const Snapshot& snap) const {
 Result<Committed> Saver::save(const Snapshot& snap) {
   if (pending_) throw std::logic_error("Saver::save while an asynchronous save is pending: call finish() first");
   return commit(snap.step(), write(snap));
+}
+
+uint64_t Saver::reserve(const Snapshot& like) {
+  uint64_t bytes = 0;
+  for (const auto& t : like.tensors()) {
+    if (t.owned) continue;   // the snapshot's own copy already (e.g. a GPU tensor's)
+    spare_.push_back(at::zeros_like(t.data));   // zeros: every page written now
+    bytes += t.data.nbytes();
+  }
+  return bytes;
 }
 
 void Saver::start(Snapshot snap) {

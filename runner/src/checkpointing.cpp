@@ -222,6 +222,17 @@ std::string Checkpointing::prepare() const {
   return "";
 }
 
+std::string Checkpointing::reserve(Trainer& t) {
+  if (!cfg_.ckpt_async) return "";
+  try {
+    const uint64_t bytes = saver_->reserve(snapshot(t, false));
+    if (launch_.rank == 0) log("async snapshots: reserved " + std::to_string(bytes) + " bytes of host memory per rank");
+    return "";
+  } catch (const std::exception& e) {
+    return "cannot reserve host memory for async checkpoints (--ckpt-async off avoids it): " + std::string(e.what());
+  }
+}
+
 std::string Checkpointing::resume(Trainer& t) {
   if (launch_.rank == 0)
     log("directory " + cfg_.ckpt_dir + ", every " + describe_ + ", " + (cfg_.ckpt_async ? "async" : "sync") +

@@ -44,6 +44,9 @@ class Checkpointing {
   // Collective: removes unfinished saves, loads the newest valid checkpoint (falling back
   // past corrupt ones) into the trainer in place; "" (also when there is none) or the error.
   std::string resume(Trainer& t);
+  // Local: with --ckpt-async, reserves the host memory of the snapshots (Saver::reserve) and
+  // logs its size; "" or the error.
+  std::string reserve(Trainer& t);
   // TrainHooks::after_step. Throws CheckpointStop (on every rank) when a save failed and
   // --ckpt-on-error=stop, or when the save before stopping failed.
   void after_step(Trainer& t, bool stopping);

@@ -169,7 +169,8 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
     if (ready && !cfg.ckpt_dir.empty()) {
       ckpt = std::make_unique<Checkpointing>(cfg, l);  // collective
       ready = !any_failed(l, ckpt->prepare(), "checkpoint directory") &&
-              !any_failed(l, ckpt->resume(*trainer), "checkpoint resume");
+              !any_failed(l, ckpt->resume(*trainer), "checkpoint resume") &&
+              !any_failed(l, ckpt->reserve(*trainer), "checkpoint host memory");
       trainer->hooks.after_step = [&ckpt](Trainer& t, bool stopping) { ckpt->after_step(t, stopping); };
       trainer->hooks.before_update = [&ckpt](const at::Tensor& x) { ckpt->before_update(x); };
     }

@@ -35,6 +35,8 @@ for layout in "--tp 2" "--pp 2" "--zero 1"; do
   # bucket itself before changing it (the per-tensor fence), or step 4 saves step 5's values.
   SCALEGUARD_TEST_DELAY_COPY=2@4 mpi 2 "${common[@]}" "${extra[@]}" --steps 6 --metrics "$name-a.jsonl" --ckpt-dir "$name-ck" --ckpt-every 4 \
     --ckpt-async on 2> "$name-a.log" || { cat "$name-a.log"; fail "$name: first half failed"; }
+  grep -qE "async snapshots: reserved [1-9][0-9]* bytes of host memory per rank" "$name-a.log" ||
+    { cat "$name-a.log"; fail "$name: the async snapshot memory was not reserved at start-up"; }
   # Without step 6 the async save at step 4 is the newest: it must hold step 4's values.
   cp -r "$name-ck" "$name-ck4" && rm -rf "$name-ck4/step-00000006"
   mpi 2 "${common[@]}" "${extra[@]}" --steps 12 --metrics "$name-b.jsonl" --ckpt-dir "$name-ck" --ckpt-every 100 \

@@ -6,7 +6,9 @@
 // (256 MiB: ~0.6 s into fresh pre-touched tensors vs ~0.1 s into one reused buffer, warm).
 // So the bytes land in a few reused, page-aligned chunk buffers (with O_DIRECT the disk
 // writes into them, skipping the page cache copy), a helper thread reads chunk k+1 while this
-// thread hashes chunk k and copies it into place. Numbers: BENCHMARKS.md, Checkpoints.
+// thread hashes chunk k and copies it into place. The first and last chunk of a read are
+// short (512 KiB), so the disk is busy from the start and little is left to hash after the
+// last read. Numbers: BENCHMARKS.md, Checkpoints.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -79,6 +79,7 @@ Saver::Saver(std::string root, CheckpointMeta meta, CommitComm& comm, int keep_l
 
 Saver::~Saver() {
   if (pending_write_.valid()) pending_write_.wait();
+  if (root_commit_.valid()) root_commit_.wait();
 }
 
 Saver::Written Saver::write(const Snapshot& snap) const {
@@ -128,11 +129,11 @@ void Saver::start(Snapshot snap) {
 
 void Saver::wait_snapshot() {
   // Copies what is left of the snapshot beside the writer thread, rather than waiting.
-  if (pending_) pending_snapshot_->copy();
+  if (pending_snapshot_) pending_snapshot_->copy();   // none once the write is gathered
 }
 
 void Saver::wait_snapshot(const at::Tensor& live) {
-  if (!pending_ || !live.defined() || live.numel() == 0 || !live.device().is_cpu()) return;
+  if (!pending_snapshot_ || !live.defined() || live.numel() == 0 || !live.device().is_cpu()) return;
   // The bytes `live` spans (strides >= 0, as every tensor the runner updates has).
   int64_t last = 0;
   for (int64_t d = 0; d < live.dim(); ++d) last += (live.size(d) - 1) * live.stride(d);
@@ -141,21 +142,55 @@ void Saver::wait_snapshot(const at::Tensor& live) {
 
 std::optional<Result<Committed>> Saver::poll() {
   if (!pending_) return std::nullopt;
-  const bool mine = pending_write_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-  if (comm_.all_min(mine ? 1 : 0) == 0) return std::nullopt;
-  return finish();
+  if (!committing_) {
+    const bool mine = pending_write_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (comm_.all_min(mine ? 1 : 0) == 0) return std::nullopt;
+    auto outcomes = gather_written();
+    committing_ = true;
+    if (comm_.rank() == 0)
+      root_commit_ = std::async(std::launch::async, [this, step = pending_step_, outcomes = std::move(outcomes)] {
+        return commit_on_root(step, outcomes);
+      });
+    return std::nullopt;   // the verdict comes with a later poll
+  }
+  // "0": rank 0 is still committing; "1" + verdict once it is done.
+  std::string news = "0";
+  if (comm_.rank() == 0 && root_commit_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+    news = "1" + root_commit_.get();
+  news = comm_.broadcast(news);
+  if (news.empty() || news[0] != '1') return std::nullopt;
+  pending_ = committing_ = false;
+  return outcome(pending_step_, written_, news.substr(1));
 }
 
 std::optional<Result<Committed>> Saver::finish() {
   if (!pending_) return std::nullopt;
-  Written w = pending_write_.get();
-  pending_ = false;
+  std::string verdict;
+  if (committing_) {
+    if (comm_.rank() == 0) verdict = root_commit_.get();
+  } else {
+    const auto outcomes = gather_written();
+    if (comm_.rank() == 0) verdict = commit_on_root(pending_step_, outcomes);
+  }
+  verdict = comm_.broadcast(verdict);
+  pending_ = committing_ = false;
+  return outcome(pending_step_, written_, verdict);
+}
+
+std::vector<std::string> Saver::gather_written() {
+  written_ = pending_write_.get();
   spare_ = pending_snapshot_->release_copies();
   pending_snapshot_.reset();
-  return commit(pending_step_, w);
+  return comm_.gather(shard_outcome(pending_step_, written_));
 }
 
 Result<Committed> Saver::commit(int64_t step, const Written& w) {
+  const auto outcomes = comm_.gather(shard_outcome(step, w));
+  std::string verdict = comm_.rank() == 0 ? commit_on_root(step, outcomes) : "";
+  return outcome(step, w, comm_.broadcast(verdict));
+}
+
+std::string Saver::shard_outcome(int64_t step, const Written& w) const {
   std::string mine;
   if (!w.shard) {
     mine = kErrorPrefix + w.shard.error().message;
@@ -168,9 +203,10 @@ Result<Committed> Saver::commit(int64_t step, const Written& w) {
     one.shards.push_back(**w.shard);
     mine = manifest_to_json(one);
   }
-  const auto outcomes = comm_.gather(mine);
-  std::string verdict = comm_.rank() == 0 ? commit_on_root(step, outcomes) : "";
-  verdict = comm_.broadcast(verdict);
+  return mine;
+}
+
+Result<Committed> Saver::outcome(int64_t step, const Written& w, const std::string& verdict) const {
   if (!verdict.empty()) return Error{verdict, root_, 0, "", ""};
   Committed c;
   c.step = step;

@@ -14,10 +14,12 @@
 // left beside it, or wait_snapshot(tensor) before changing each tensor) and then writes it (step 1 only, no collectives). The host copies are kept
 // after the commit and reused by the next async save: memory cost = Snapshot::bytes() for as
 // long as async saves are used. poll(), called by every rank at every step boundary on the
-// main thread, does one all_min on "my write is done"; when it is 1 everywhere, steps 2-4 run
-// right there. All collectives thus stay on the main thread in the same order on every rank,
-// interleaved with training's, so nothing can deadlock and
-// no MPI_THREAD_MULTIPLE is needed.
+// main thread, does one all_min on "my write is done"; when it is 1 everywhere, step 2 (the
+// gather) runs right there and rank 0 starts step 3 (its fsyncs and renames) on a background
+// thread; at each later poll rank 0 broadcasts whether that is done, and with it the
+// verdict (step 4). All collectives thus stay on the main thread in the same order on every
+// rank, interleaved with training's, so nothing can deadlock and no MPI_THREAD_MULTIPLE is
+// needed, and no rank's training waits for a disk.
 #pragma once
 #include <functional>
 #include <future>
@@ -79,9 +81,10 @@ class Saver {
   void wait_snapshot(const at::Tensor& live);
   bool pending() const { return pending_; }
   // Collective while pending (every rank calls it at the same step boundaries): the outcome
-  // once every rank's write has finished, nullopt before that or when nothing is pending.
+  // once every rank's write and rank 0's commit have finished (at the earliest one poll
+  // after the writes), nullopt before that or when nothing is pending.
   std::optional<Result<Committed>> poll();
-  // Collective while pending: waits for the write, commits, returns the outcome.
+  // Collective while pending: waits for the write and the commit, returns the outcome.
   std::optional<Result<Committed>> finish();
 
  private:
@@ -92,6 +95,11 @@ class Saver {
   };
   Written write(const Snapshot& snap) const;
   Result<Committed> commit(int64_t step, const Written& w);
+  // This rank's manifest entry, "none", or the error, for rank 0's commit.
+  std::string shard_outcome(int64_t step, const Written& w) const;
+  // The pending write's outcome, gathered to rank 0 (collective); frees the snapshot.
+  std::vector<std::string> gather_written();
+  Result<Committed> outcome(int64_t step, const Written& w, const std::string& verdict) const;
   std::string commit_on_root(int64_t step, const std::vector<std::string>& outcomes);
 
   std::string root_;
@@ -104,6 +112,9 @@ class Saver {
   std::unique_ptr<Snapshot> pending_snapshot_;
   std::vector<at::Tensor> spare_;   // host copies of the last async snapshot, reused
   std::future<Written> pending_write_;
+  bool committing_ = false;            // the writes are gathered; rank 0 is committing
+  Written written_{std::optional<ShardEntry>{}, 0, 0};   // this rank's write, while committing
+  std::future<std::string> root_commit_;   // rank 0: commit_on_root's verdict
 };
 
 // fsync of a directory, so a rename or new entry in it survives a crash.

@@ -54,7 +54,7 @@ struct Snapshot::CopyWork {
   std::mutex m;
   std::condition_variable cv;
 
-  // Copies chunk i unless another thread claimed it first.
+  // Copies chunk c unless another thread claimed it first.
   void claim_and_copy(Chunk& c) {
     int expected = kFree;
     if (!c.state.compare_exchange_strong(expected, kClaimed)) return;

@@ -114,8 +114,8 @@ int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
   const double reserve_s = since(r0);
 
   // Round 0 is the first async save of the process, reported on its own (the saver's I/O
-  // buffers and the file system are cold); rounds 1-3 each time a synchronous save (the training thread stalled for all of it) and
-  // an asynchronous one: start at step 0, poll at every step boundary, wait for the copy
+  // buffers and the file system are cold); rounds 1-3 each time a synchronous save (the
+  // training thread stalled for all of it) and an asynchronous one: start at step 0, poll at every step boundary, wait for the copy
   // before the update, run until the commit. Blocked = time the training thread spent
   // inside the saver. Medians of rounds 1-3 are reported (one save is a noisy sample).
   std::vector<double> sync_saves, blocked_times;

@@ -63,10 +63,10 @@ std::string RawReader::read(int fd, bool direct, uint64_t offset, size_t size, v
   // the first chunk is read with nothing to hash yet and the last one is hashed with nothing
   // left to read; with 4 MiB there that was a third of a cold 256 MiB load of 16 MiB tensors.
   std::vector<uint64_t> cut{base};
-  const uint64_t total = read_end - base;
-  if (total > 2 * kEdge) {
+  if (read_end - base > 2 * kEdge) {
+    const uint64_t last = read_end - kEdge;
     cut.push_back(base + kEdge);
-    while (read_end - kEdge - cut.back() > 0) cut.push_back(cut.back() + std::min<uint64_t>(kChunk, read_end - kEdge - cut.back()));
+    while (cut.back() < last) cut.push_back(std::min<uint64_t>(cut.back() + kChunk, last));
   }
   cut.push_back(read_end);
   const size_t chunks = cut.size() - 1;

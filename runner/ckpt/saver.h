@@ -10,8 +10,9 @@
 //
 // Asynchronous save: start() hands a Snapshot to a background thread, which first takes host
 // copies of referenced tensors (the copy overlaps the next forward/backward; the caller
-// calls wait_snapshot() before its optimizer changes the tensors, which copies what is still
-// left beside it, or wait_snapshot(tensor) before changing each tensor) and then writes it (step 1 only, no collectives). The host copies are kept
+// calls wait_snapshot(tensor) before changing each tensor, or wait_snapshot() before
+// changing any, which copy what is still left beside it) and then writes it (step 1 only,
+// no collectives). The host copies are kept
 // after the commit and reused by the next async save: memory cost = Snapshot::bytes() for as
 // long as async saves are used. poll(), called by every rank at every step boundary on the
 // main thread, does one all_min on "my write is done"; when it is 1 everywhere, step 2 (the

@@ -219,7 +219,14 @@ int run(int argc, char** argv) {
                       rp::format_time(options.until)};
       // -D: every run of a requeued job. No -X: the steps' exit codes show which interrupted
       // runs saved a checkpoint first; their time is counted once, on the allocation line.
+      // --state=RUNNING selects by each run's own start and end ("ran during the window");
+      // without it sacct also requires EligibleTime < --endtime, and Slurm rewrites a
+      // requeued run's EligibleTime to the job's next begin time, so a run that lay inside
+      // the window could vanish. SUSPENDED keeps a job that ran in the window and is
+      // suspended now (no end yet); CANCELLED adds the records of jobs cancelled while they
+      // waited, which give a requeued job its final state.
       text = run_capture({"sacct", "-a", "-D", "--parsable2",
+                          "--state=RUNNING,SUSPENDED,CANCELLED",
                           "--format=" + std::string(rp::kSacctFormat),
                           "--starttime=" + rp::format_time(options.since),
                           "--endtime=" + rp::format_time(options.until)});

@@ -262,6 +262,9 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     auto alloc = gpus_in_tres(get(col_alloc));
     if (!alloc) return fail(line_no, "AllocTRES", alloc.error().message);
     run.gpus = *alloc;
+    // A job cancelled while pending may carry Start = End (Slurm stamps both at the cancel)
+    // but was never allocated anything: it did not start.
+    if (elapsed == 0 && get(col_alloc).empty()) run.start = -1;
     auto req = gpus_in_tres(get(col_req));
     if (!req) return fail(line_no, "ReqTRES", req.error().message);
     run.gpus_requested = *req;

@@ -3,7 +3,9 @@
 # file runs jobs that complete, fail, are requeued and are cancelled, with known GPU counts,
 # then checks the report for that window against each run's GPUs x ElapsedRaw as sacct
 # itself prints it, the waste and cost rules (docs/report.md), and the clear messages for an
-# empty window, a partition without a price and a missing sacct.
+# empty window, a partition without a price and a missing sacct. The last test requeues a job
+# so that Slurm moves its finished run's EligibleTime past the window (sacct's plain window
+# query drops such runs).
 
 load helpers
 
@@ -129,6 +131,9 @@ setup_file() {
     --policy "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" > "$AC_TMP/report.json"
   sacct -X -D -n -P -j "$AC_WIDE,$AC_OK,$AC_FAIL,$AC_REQ,$AC_CANCEL" \
     -o JobID,State,AllocTRES,ElapsedRaw,Partition,User,Comment > "$AC_TMP/sacct.txt"
+  # Shown when a test fails: what each run's record holds, EligibleTime included.
+  sacct -X -D -P -j "$AC_WIDE,$AC_OK,$AC_FAIL,$AC_REQ,$AC_CANCEL,$AC_NEVER" \
+    -o JobID,State,Submit,Eligible,Start,End,ElapsedRaw > "$AC_TMP/records.txt"
 }
 
 teardown_file() {
@@ -168,6 +173,7 @@ job_json() {  # job_json ID FIELD
 }
 
 @test "each job's GPU-hours are its GPUs x ElapsedRaw summed over its runs" {
+  cat records.txt   # printed only if this test fails
   for id in "$AC_WIDE" "$AC_OK" "$AC_FAIL" "$AC_REQ" "$AC_CANCEL"; do
     run job_json "$id" gpus
     assert_output "$(sacct_gpus "$id")"
@@ -183,6 +189,7 @@ job_json() {  # job_json ID FIELD
 }
 
 @test "totals cover exactly the jobs that ran in the window; a job never started is left out" {
+  cat records.txt
   run jq -r '.total.jobs, .total.runs' report.json
   assert_output "$(printf '5\n6')"
   run job_json "$AC_NEVER" job_id
@@ -276,4 +283,45 @@ job_json() {  # job_json ID FIELD
   assert_failure 1
   assert_output --partial sacct
   refute_output --partial 'terminate called'
+}
+
+# Slurm moves a requeued job's begin time into the record of the run that just ended when
+# `scontrol update StartTime=` comes before the requeue has finished, so that run's
+# EligibleTime can lie after the window it ran in. sacct's plain time window (EligibleTime <
+# --endtime) then drops it; the report must still count it.
+@test "a requeued run whose EligibleTime Slurm moved past the window is still counted" {
+  local i since until id out
+  sleep 1; since=$(date +%Y-%m-%dT%H:%M:%S); sleep 1
+  submit -J sg-ac -o /dev/null -p gpu-od --gpus=1 --time=1:00:00 --requeue --wrap 'sleep 300'
+  id=$job_id
+  wait_running "$id"
+  sleep 2
+  scontrol requeue "$id"
+  for ((i = 0; i < 100; i++)); do
+    scontrol update jobid="$id" StartTime=now+3600 2>/dev/null && break
+    sleep 0.2
+  done
+  # Cancel it once the requeue is complete (PENDING, not COMPLETING): the wait then gets its
+  # own CANCELLED record.
+  for ((i = 0; i < 300; i++)); do
+    [ "$(squeue -h -j "$id" -o %T)" = PENDING ] && break
+    sleep 0.2
+  done
+  scancel "$id"
+  wait_sacct "$id:REQUEUED,CANCELLED"
+  sleep 1; until=$(date +%Y-%m-%dT%H:%M:%S)
+  sacct -X -D -P -j "$id" -o JobID,State,Submit,Eligible,Start,End,ElapsedRaw   # shown on failure
+  scaleguard report --since "$since" --until "$until" --format json \
+    --policy "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" > moved.json
+  sacct -X -D -n -P -j "$id" -o JobID,State,AllocTRES,ElapsedRaw > moved-sacct.txt
+  run jq -r '.total.jobs, .total.runs' moved.json
+  assert_output "$(printf '1\n1')"
+  out=$(jq -r --arg id "$id" '.jobs[] | select(.job_id == $id) | .gpu_hours, .state' moved.json)
+  local elapsed
+  elapsed=$(awk -F'|' '$2 == "REQUEUED" { print $4 }' moved-sacct.txt)
+  awk "BEGIN { exit !($elapsed > 0) }" || fail "the requeued run shows no elapsed time"
+  assert_close "$(head -n 1 <<<"$out")" "$(awk -v e="$elapsed" 'BEGIN { printf "%.12f", e / 3600 }')" \
+    "job $id gpu_hours"
+  # Its last record, the wait it was cancelled in, gives the job's state.
+  [ "$(tail -n 1 <<<"$out")" = CANCELLED ] || fail "job $id state: $(tail -n 1 <<<"$out")"
 }

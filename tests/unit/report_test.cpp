@@ -103,6 +103,25 @@ TEST(ReportSacct, ColumnsAreFoundByName) {
   EXPECT_EQ((*runs)[0].elapsed_s, 60);
 }
 
+// Slurm 22.05 stamps Start = End on a job cancelled while pending (seen with --state=RUNNING
+// after `scontrol requeue` + `scancel`): no allocation and no elapsed time mean it never ran.
+TEST(ReportSacct, CancelledWhilePendingWithAStartTimeNeverStarted) {
+  const std::string text =
+      "JobID|User|Partition|State|Start|End|ElapsedRaw|AllocTRES\n"
+      "31|u|p|REQUEUED|2026-12-03T11:58:38|2026-12-03T11:58:40|2|billing=1,cpu=1,gres/gpu=1,node=1\n"
+      "31|u|p|CANCELLED by 0|2026-12-03T11:58:42|2026-12-03T11:58:42|0|\n"
+      "32|u|p|COMPLETED|2026-12-03T11:58:42|2026-12-03T11:58:42|0|billing=1,cpu=1,gres/gpu=1,node=1\n";
+  auto runs = rp::parse_sacct(text, "t");
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  EXPECT_EQ((*runs)[1].start, -1);
+  EXPECT_GE((*runs)[2].start, 0);  // allocated, ran for less than a second
+  const rp::Report r = rp::build_report(*runs, rp::Options{});
+  EXPECT_EQ(r.total.runs, 2);
+  ASSERT_NE(job(r, "31"), nullptr);
+  EXPECT_EQ(job(r, "31")->runs, 1);
+  EXPECT_EQ(job(r, "31")->state, "CANCELLED");
+}
+
 TEST(ReportSacct, MalformedLineNamesTheLine) {
   auto runs = rp::parse_sacct(read("sacct-malformed.txt"), "sacct-malformed.txt");
   ASSERT_FALSE(runs.ok());

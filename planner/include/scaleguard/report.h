@@ -38,7 +38,7 @@ struct Run {
   std::string job_id;           // "123", "123_4" (array task), "123+1" (het job)
   std::string name, user, account, partition;
   std::string state;            // first word: "CANCELLED by 0" -> "CANCELLED"
-  std::int64_t start = -1;      // civil seconds; -1 = Unknown/None (never started)
+  std::int64_t start = -1;      // civil seconds; -1 = never started (None, or no allocation)
   std::int64_t end = -1;        // -1 = Unknown (still running)
   std::int64_t elapsed_s = 0;   // ElapsedRaw
   int gpus = 0;                 // gres/gpu in AllocTRES

@@ -4,11 +4,13 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -297,25 +299,54 @@ std::string Checkpointing::resume(Trainer& t) {
       }
       return "";
     };
-    at::NoGradGuard no_grad;
-    std::map<std::string, const FlatParam*> by_name;
-    for (const auto& p : t.parameters()) {
-      by_name[p.name] = &p;
-      if (auto e = load("params/" + p.name, p.param, 0, p, 0, p.numel); !e.empty()) return e;
+    const std::string load_error = [&]() -> std::string {
+      try {
+        at::NoGradGuard no_grad;
+        std::map<std::string, const FlatParam*> by_name;
+        for (const auto& p : t.parameters()) {
+          by_name[p.name] = &p;
+          if (auto e = load("params/" + p.name, p.param, 0, p, 0, p.numel); !e.empty()) return e;
+        }
+        for (const auto& s : t.optimizer().named_state()) {
+          const FlatParam& p = *by_name.at(s.param);
+          if (auto e = load("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset,
+                            s.offset + s.tensor.numel());
+              !e.empty())
+            return e;
+        }
+        return "";
+      } catch (const std::exception& e) {
+        return dir + ": " + e.what();
+      }
+    }();
+    // A name no rank loaded is not part of this model. One rank cannot tell: with pipeline
+    // stages it holds only its stage's parameters, under ZeRO-1 only its range of the
+    // moments. So every rank reaches this collective (errors included) and rank 0 takes the
+    // names that all ranks left unused.
+    std::string names;
+    if (!load_error.empty()) names = "\x01";   // this rank failed: no verdict on names
+    else
+      for (const std::string& name : unused) names += name + "\n";
+    std::string extra;
+    const std::vector<std::string> all = comm_->gather(names);
+    if (comm_->rank() == 0 && std::none_of(all.begin(), all.end(), [](const std::string& n) { return n == "\x01"; })) {
+      std::set<std::string> left = unused;
+      for (const std::string& other : all) {
+        std::set<std::string> theirs;
+        for (size_t at = 0, eol; at < other.size(); at = eol + 1) {
+          eol = other.find('\n', at);
+          theirs.insert(other.substr(at, eol - at));
+        }
+        std::set<std::string> both;
+        std::set_intersection(left.begin(), left.end(), theirs.begin(), theirs.end(), std::inserter(both, both.end()));
+        left.swap(both);
+      }
+      if (!left.empty())
+        extra = dir + ": holds " + *left.begin() + ", which this model does not have (a checkpoint of another model?)";
     }
-    for (const auto& s : t.optimizer().named_state()) {
-      const FlatParam& p = *by_name.at(s.param);
-      if (auto e = load("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel());
-          !e.empty())
-        return e;
-    }
-    // With pipeline stages a rank holds only its stage's parameters; under ZeRO-1 only
-    // the moments of its range (the others' are moments of parameters it has).
-    for (const std::string& name : unused) {
-      const auto kind = name.rfind('/');
-      if (cfg_.pp > 1 || (name.rfind("optim/", 0) == 0 && kind > 6 && by_name.count(name.substr(6, kind - 6)))) continue;
-      return dir + ": holds " + name + ", which this model does not have (a checkpoint of another model?)";
-    }
+    extra = comm_->broadcast(extra);
+    if (!load_error.empty()) return load_error;
+    if (!extra.empty()) return extra;
 
     // Rank-local state: this rank's RNG when the writer had this rank, else rank 0's.
     const int writer = launch_.rank < reader.manifest().world_size ? launch_.rank : 0;

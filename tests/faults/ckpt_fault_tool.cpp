@@ -6,6 +6,10 @@
 //   load --dir D --expect-step N [--no-verify (no whole-file checksums)]
 //   fence      (the per-tensor fence of an async snapshot, without a writer thread)
 //   interval   (checks interval parsing, Daly's formula and agree_due across the ranks)
+//   graft --dir D --out O --from NAME --to NAME
+//              (one rank: rewrites the newest checkpoint of a one-rank scaleguard-run job into
+//              O with dataset FROM also stored as TO, a valid checkpoint holding a name the
+//              model lacks; manifest and checksums come from the library, not hand edits)
 // Both take [--model-hash H]. Exit: 0 ok, 1 data mismatch, 2 error (message on stderr),
 // 3 no checkpoint to load, 4 a save failed and on_save_error=stop.
 #include <ATen/ATen.h>
@@ -322,6 +326,75 @@ int interval(ck::CommitComm& comm) {
   return bad ? 1 : 0;
 }
 
+// A runner checkpoint (its scalars are the ones scaleguard-run writes) plus one extra dataset.
+int graft(int argc, char** argv, ck::CommitComm& comm) {
+  if (comm.size() != 1) {
+    log("graft runs on one rank");
+    return 2;
+  }
+  const std::string dir = arg(argc, argv, "--dir", ""), out = arg(argc, argv, "--out", "");
+  const std::string from = arg(argc, argv, "--from", ""), to = arg(argc, argv, "--to", "");
+  ck::Store store(dir, log);
+  ck::OpenOptions opts;
+  auto found = ck::resume(store, comm, opts);
+  if (!found || !found->has_value()) {
+    log("ERROR no checkpoint to graft in " + dir + (found ? "" : ": " + found.error().message));
+    return 2;
+  }
+  const ck::Reader& reader = **found;
+  const auto& m = reader.manifest();
+  if (m.world_size != 1) {
+    log("graft needs a checkpoint written by one rank");
+    return 2;
+  }
+  ck::Snapshot snap(m.step, false);
+  std::vector<std::string> names = reader.tensor_names();
+  names.push_back(to);
+  for (const auto& name : names) {
+    auto t = reader.read(name == to ? from : name);
+    if (!t) {
+      log("ERROR " + t.error().message);
+      return 2;
+    }
+    snap.add_whole(name, *t);
+  }
+  auto rng = reader.read_rank_state(0, "state/rng/cpu");
+  auto lr = reader.scalar_double(0, "state", "lr");
+  if (!rng || !lr) {
+    log("ERROR no RNG state or lr in " + reader.dir());
+    return 2;
+  }
+  snap.add_rank_state("state/rng/cpu", *rng);
+  snap.set_scalar("state", "lr", *lr);
+  const std::pair<const char*, const char*> ints[] = {{"state", "step"},         {"state", "epoch"},
+                                                      {"state", "sampler_position"}, {"state", "restart_count"},
+                                                      {"state", "global_batch"}, {"optim", "step"}};
+  for (const auto& [group, key] : ints) {
+    auto v = reader.scalar_int(0, group, key);
+    if (!v) {
+      log("ERROR " + v.error().message);
+      return 2;
+    }
+    snap.set_scalar(group, key, *v);
+  }
+  ck::CheckpointMeta meta;
+  meta.strategy = m.strategy;
+  meta.tp = m.tp;
+  meta.pp = m.pp;
+  meta.dp = m.dp;
+  meta.model_name = m.model_name;
+  meta.config_hash = m.config_hash;
+  meta.code_version = m.code_version;
+  ck::Saver saver(out, meta, comm, 0, log);
+  auto saved = saver.save(snap);
+  if (!saved) {
+    log("ERROR " + saved.error().message);
+    return 2;
+  }
+  std::printf("GRAFTED %s as %s into %s\n", from.c_str(), to.c_str(), saved->dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 // The per-tensor fence without a writer thread, so nothing races: copy_overlapping() on
@@ -367,7 +440,8 @@ int main(int argc, char** argv) {
     else if (mode == "load") rc = load(argc, argv, comm);
     else if (mode == "interval") rc = interval(comm);
     else if (mode == "fence") rc = fence(comm.rank(), comm.size());
-    else log("usage: ckpt_fault_tool save|load --dir D ...");
+    else if (mode == "graft") rc = graft(argc, argv, comm);
+    else log("usage: ckpt_fault_tool save|load|interval|fence|graft ...");
     // Every rank leaves with the worst code, so mpirun's exit status is meaningful.
     rc = -comm.all_min(-rc);
   }

@@ -1,6 +1,7 @@
 # Bad input to the trainer's checkpointing gives one clear error and exit 1, never a crash
-# or a silent fresh start: another model's checkpoint, another global batch, a directory
-# the user cannot write, a bad --ckpt-every.
+# or a silent fresh start: another model's checkpoint, a checkpoint holding a tensor the
+# model lacks (one rank and pipeline stages), another global batch, a directory the user
+# cannot write, a bad --ckpt-every.
 . "$(dirname "$0")/lib.sh"
 
 # run NP ARGS...: scaleguard-run train on NP ranks, for expect_rc.
@@ -29,6 +30,23 @@ expect_log "checkpoint of model 'model=gpt vocab-size=256 seq-len=32 n-layer=1 n
 expect_log "but this run's model has config hash"
 expect_log "point --ckpt-dir at this model's checkpoints or start fresh"
 [ -d "$WORK/ck/step-00000003" ] || fail "the refused checkpoint was touched"
+
+# A checkpoint with the right config hash that holds a tensor the model lacks (a forged or
+# mixed-up manifest): refused by name, on one rank and with pipeline stages, where each rank
+# holds only its stage's parameters and the ranks must agree that no stage has it.
+other --n-layer 2
+expect_rc 0 run 1 --steps 3 --ckpt-dir "$WORK/two"
+mkdir "$WORK/grafted"
+expect_rc 0 ranks 1 graft --dir "$WORK/two" --out "$WORK/grafted" \
+  --from params/blocks.1.ln1.weight --to params/blocks.7.ln1.weight
+expect_rc 1 run 1 --steps 6 --ckpt-dir "$WORK/grafted"
+expect_log "step-00000003: holds params/blocks.7.ln1.weight, which this model does not have"
+expect_rc 1 run 2 --pp 2 --steps 6 --ckpt-dir "$WORK/grafted"
+expect_log "step-00000003: holds params/blocks.7.ln1.weight, which this model does not have"
+# Without the graft the same checkpoint resumes with pipeline stages.
+expect_rc 0 run 2 --pp 2 --steps 4 --ckpt-dir "$WORK/two"
+expect_log "resumed from step-00000003"
+MODEL=("${saved[@]}")
 
 # Another global batch would train on other samples: refused.
 other --global-batch 16

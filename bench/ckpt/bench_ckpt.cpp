@@ -115,9 +115,9 @@ int async(ck::CommitComm& comm, const std::string& dir, int64_t mb) {
 
   // Round 0 is the first async save of the process, reported on its own (the saver's I/O
   // buffers and the file system are cold); rounds 1-3 each time a synchronous save (the
-  // training thread stalled for all of it) and an asynchronous one: start at step 0, poll at every step boundary, wait for the copy
-  // before the update, run until the commit. Blocked = time the training thread spent
-  // inside the saver. Medians of rounds 1-3 are reported (one save is a noisy sample).
+  // training thread stalled for all of it) and an asynchronous one: start at step 0, poll
+  // at every step boundary, wait for each tensor's copy before its update, run until the
+  // commit. Blocked = time the training thread spent inside the saver. Medians of rounds 1-3 are reported (one save is a noisy sample).
   std::vector<double> sync_saves, blocked_times;
   double with_async = 0, first_blocked = 0;
   int committed_at = -1, async_steps = 0;

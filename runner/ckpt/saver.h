@@ -12,9 +12,8 @@
 // copies of referenced tensors (the copy overlaps the next forward/backward; the caller
 // calls wait_snapshot(tensor) before changing each tensor, or wait_snapshot() before
 // changing any, which copy what is still left beside it) and then writes it (step 1 only,
-// no collectives). The host copies are kept
-// after the commit and reused by the next async save: memory cost = Snapshot::bytes() for as
-// long as async saves are used. poll(), called by every rank at every step boundary on the
+// no collectives). The host copies are kept after the commit and reused by the next async
+// save: memory cost = Snapshot::bytes() for as long as async saves are used. poll(), called by every rank at every step boundary on the
 // main thread, does one all_min on "my write is done"; when it is 1 everywhere, step 2 (the
 // gather) runs right there and rank 0 starts step 3 (its fsyncs and renames) on a background
 // thread; at each later poll rank 0 broadcasts whether that is done, and with it the

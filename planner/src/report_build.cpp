@@ -89,7 +89,7 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
     first = first < 0 ? lo : std::min(first, lo);
     last = std::max(last, hi);
 
-    const PlanNote note = parse_plan_note(run.comment);
+    const PlanNote note = parse_plan_note(run.admin_comment);
     const double gpu_h = run.gpus * run.elapsed_s * share / 3600.0;
     const double wasted_h =
         run.gpus * wasted_seconds(run, note.ckpt_interval_s) * share / 3600.0;

@@ -1,5 +1,5 @@
 // Reading sacct --parsable2 text and the plan summary job_submit/scaleguard leaves in the
-// job comment. Everything is bounded and locale-free; bad input is an Error naming the line.
+// job's AdminComment. Everything is bounded and locale-free; bad input is an Error naming the line.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -13,7 +13,7 @@ namespace scaleguard::report {
 
 const char* const kSacctFormat =
     "JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
-    "NNodes,ExitCode,NodeList,Comment";
+    "NNodes,ExitCode,NodeList,AdminComment";
 
 namespace {
 
@@ -161,7 +161,8 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
   std::vector<std::string> header;
   int col_job = -1, col_name = -1, col_user = -1, col_account = -1, col_partition = -1,
       col_state = -1, col_start = -1, col_end = -1, col_elapsed = -1, col_alloc = -1,
-      col_req = -1, col_nodes = -1, col_exit = -1, col_nodelist = -1, col_comment = -1;
+      col_req = -1, col_nodes = -1, col_exit = -1, col_nodelist = -1, col_admin_comment = -1,
+      col_comment = -1;
   int line_no = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -193,7 +194,8 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
         else if (name == "nnodes") col_nodes = c;
         else if (name == "exitcode") col_exit = c;
         else if (name == "nodelist") col_nodelist = c;
-        else if (name == "comment") col_comment = c;
+        else if (name == "admincomment") col_admin_comment = c;
+        else if (name == "comment") col_comment = c;   // only to rejoin a '|' in it, never read
       }
       const std::pair<int, const char*> required[] = {
           {col_job, "JobID"},     {col_user, "User"},         {col_partition, "Partition"},
@@ -207,14 +209,19 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     }
 
     if (fields.size() > header.size()) {
-      // Only the free-text comment may contain '|': join it back when it is the last column.
-      if (col_comment != static_cast<int>(header.size()) - 1)
+      // Only a free-text comment may contain '|': join it back when it is the last column and
+      // no other comment column precedes it (a user's '|' in Comment would otherwise shift
+      // the user's text into the AdminComment after it).
+      const int last = static_cast<int>(header.size()) - 1;
+      const bool admin_last = col_admin_comment == last && col_comment < 0;
+      const bool comment_last = col_comment == last && col_admin_comment < 0;
+      if (!admin_last && !comment_last)
         return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
                                      std::to_string(header.size()));
-      std::string comment = fields[col_comment];
-      for (std::size_t i = header.size(); i < fields.size(); ++i) comment += "|" + fields[i];
+      std::string text = fields[last];
+      for (std::size_t i = header.size(); i < fields.size(); ++i) text += "|" + fields[i];
       fields.resize(header.size());
-      fields[col_comment] = comment;
+      fields[last] = text;
     }
     if (fields.size() < header.size())
       return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
@@ -277,7 +284,7 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     }
     run.exit_code = get(col_exit);
     run.node_list = get(col_nodelist);
-    run.comment = get(col_comment);
+    run.admin_comment = get(col_admin_comment);
     runs.push_back(std::move(run));
   }
   if (header.empty())
@@ -304,13 +311,13 @@ std::int64_t duration_seconds(const std::string& text) {
 
 }  // namespace
 
-PlanNote parse_plan_note(const std::string& comment) {
+PlanNote parse_plan_note(const std::string& admin_comment) {
   PlanNote note;
-  const auto at = comment.find("scaleguard:");
+  const auto at = admin_comment.rfind("scaleguard:");
   if (at == std::string::npos) return note;
   note.present = true;
   std::string token;
-  const std::string body = comment.substr(at + 11) + " ";
+  const std::string body = admin_comment.substr(at + 11) + " ";
   for (char c : body) {
     if (c != ' ' && c != '\t' && c != ',' && c != ';') {
       token += c;
@@ -332,7 +339,11 @@ PlanNote parse_plan_note(const std::string& comment) {
         note.strategy = word;
       continue;
     }
-    if (key == "action") {
+    if (key == "[sg") {
+      // "[sg=ID]": the id of the decision in job_submit/scaleguard's decision log.
+      if (value.size() > 1 && value.size() <= 128 && value.back() == ']')
+        note.decision_id = value.substr(0, value.size() - 1);
+    } else if (key == "action") {
       note.action = lower(value);
     } else if (key == "strategy" || key == "plan") {
       note.strategy = value;

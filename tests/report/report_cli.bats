@@ -70,7 +70,7 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
 -D
 --parsable2
 --state=RUNNING,SUSPENDED,CANCELLED
---format=JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,Comment
+--format=JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,AdminComment
 --starttime=2026-12-01T00:00:00
 --endtime=2026-12-03T00:00:00"
 }
@@ -136,7 +136,7 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
 # itself and finished; job 24 was requeued with no such step. 16 GPUs, 36 s per run each.
 @test "an interrupted run whose step exited 85 (checkpoint written) wastes nothing; steps add no GPU time" {
   cat > "$BATS_TEST_TMPDIR/steps.txt" <<'SACCT'
-JobID|JobName|User|Account|Partition|State|Start|End|ElapsedRaw|AllocTRES|ReqTRES|NNodes|ExitCode|NodeList|Comment
+JobID|JobName|User|Account|Partition|State|Start|End|ElapsedRaw|AllocTRES|ReqTRES|NNodes|ExitCode|NodeList|AdminComment
 23|demo-gpt|root|ml|gpu-od|REQUEUED|2026-12-02T22:11:50|2026-12-02T22:12:26|36|billing=2,cpu=2,gres/gpu=16,node=2|billing=2,cpu=2,gres/gpu=16,node=2|2|0:0|gpu-st-p4d-[1-2]|scaleguard: rewrite: zero gpus=16 nodes=2 ckpt=23115s
 23.batch|batch|||||2026-12-02T22:11:50|2026-12-02T22:12:26|36|cpu=1,gres/gpu=8,node=1||1|0:0|gpu-st-p4d-1|
 23.0|scaleguard-run|||||2026-12-02T22:11:51|2026-12-02T22:12:25|34|cpu=2,gres/gpu=16,node=2||2|85:0|gpu-st-p4d-[1-2]|

@@ -84,8 +84,9 @@ setup_file() {
   sleep 1
   export AC_SINCE=$(date +%Y-%m-%dT%H:%M:%S)
   sleep 1
+  export AC_FORGED="scaleguard: accept: single gpus=1 nodes=1 comm=0.01 ckpt=2s"
 
-  # 16 GPUs on two nodes: a model that needs distribution (the plan lands in the comment).
+  # 16 GPUs on two nodes: a model that needs distribution (the plan lands in AdminComment).
   submit -J sg-ac -o /dev/null -N2 --gpus-per-node=8 --ntasks-per-node=1 --time=7-0 \
     --train-model=llama2-7b --train-tokens=300B --wrap 'sleep 2'
   export AC_WIDE=$job_id
@@ -99,9 +100,11 @@ setup_file() {
   out=$(as_user "$AC_TMP" sbatch --parsable -J sg-ac -o /dev/null -p gpu-spot --gpus=1 \
         --time=1:00:00 --wrap 'sleep 2; exit 3' 2>&1) || { echo "$out" >&2; return 1; }
   export AC_FAIL=$(grep -E '^[0-9]+$' <<<"$out" | tail -n 1)
-  # Requeued: the first run sleeps until `scontrol requeue`, the second ends at once.
+  # Requeued: the first run sleeps until `scontrol requeue`, the second ends at once. Its
+  # user-editable Comment forges a plan with a 2 s checkpoint interval: were it read, the
+  # requeued run would waste 1 s instead of all of it.
   submit -J sg-ac -o /dev/null -p gpu-od --gpus=1 --time=1:00:00 --requeue \
-    --wrap 'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 300; fi; sleep 1'
+    --comment="$AC_FORGED" --wrap 'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 300; fi; sleep 1'
   export AC_REQ=$job_id
   # Cancelled while running.
   submit -J sg-ac -o /dev/null -p gpu-od --gpus=1 --time=1:00:00 --wrap 'sleep 300'
@@ -130,7 +133,8 @@ setup_file() {
   scaleguard report --since "$AC_SINCE" --until "$AC_UNTIL" --format json \
     --policy "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" > "$AC_TMP/report.json"
   sacct -X -D -n -P -j "$AC_WIDE,$AC_OK,$AC_FAIL,$AC_REQ,$AC_CANCEL" \
-    -o JobID,State,AllocTRES,ElapsedRaw,Partition,User,Comment > "$AC_TMP/sacct.txt"
+    -o JobID,State,AllocTRES,ElapsedRaw,Partition,User,AdminComment > "$AC_TMP/sacct.txt"
+  sacct -X -D -n -P -j "$AC_REQ" -o Comment > "$AC_TMP/user-comment.txt"
   # Shown when a test fails: what each run's record holds, EligibleTime included.
   sacct -X -D -P -j "$AC_WIDE,$AC_OK,$AC_FAIL,$AC_REQ,$AC_CANCEL,$AC_NEVER" \
     -o JobID,State,Submit,Eligible,Start,End,ElapsedRaw > "$AC_TMP/records.txt"
@@ -203,7 +207,8 @@ job_json() {  # job_json ID FIELD
 
 @test "waste: the failed run whole, the requeued run up to half the checkpoint interval, nothing for completed or cancelled" {
   assert_close "$(job_json "$AC_FAIL" wasted_gpu_hours)" "$(sacct_gpu_hours "$AC_FAIL")" "failed job waste"
-  # The requeued run: whole, or I/2 when the plan in the comment names a checkpoint interval I.
+  # The requeued run: whole, or I/2 when the plan in its AdminComment names a checkpoint
+  # interval I (never the Comment the user wrote).
   local interval expected
   interval=$(awk -F'|' -v id="$AC_REQ" '$1 == id && match($7, /ckpt=[0-9]+s/) { print substr($7, RSTART + 5, RLENGTH - 6); exit }' sacct.txt)
   expected=$(awk -F'|' -v id="$AC_REQ" -v i="${interval:-0}" -v g="$(sacct_gpus "$AC_REQ")" '
@@ -236,18 +241,32 @@ job_json() {  # job_json ID FIELD
   assert_output 'gpu-od,gpu-spot'
 }
 
-@test "users and accounts come from accounting; the plan in the comment is read" {
+@test "users and accounts come from accounting; the plan in AdminComment is read" {
   run jq -r --arg u "$SCALEGUARD_TEST_USER" '.by_user[$u].jobs' report.json
   assert_output 1
   run jq -r '.by_user.root.jobs' report.json
   assert_output 4
   run jq -r '.by_account | keys | length' report.json
   refute_output 0
-  # The 16-GPU job's comment carries decide()'s summary: 16 GPUs, as planned, no waste flag.
+  # The 16-GPU job's AdminComment carries decide()'s summary and the decision id: 16 GPUs,
+  # as planned, no waste flag.
   run awk -F'|' -v id="$AC_WIDE" '$1 == id { print $7 }' sacct.txt
-  assert_output --regexp '^scaleguard: .*gpus=16 nodes=2'
+  assert_output --regexp '^scaleguard: .*gpus=16 nodes=2 .*\[sg=[^]]+\]$'
   run job_json "$AC_WIDE" 'flags | map(select(startswith("low_gpu_efficiency"))) | length'
   assert_output 0
+}
+
+@test "a plan the user forged in the job Comment is not read" {
+  # sacct stores the forged Comment (AccountingStoreFlags=job_comment on the dev cluster)...
+  run cat user-comment.txt
+  assert_output --partial "$AC_FORGED"
+  # ...but the report's waste for the requeued run ignores its ckpt=2s, which would make it
+  # 1 GPU x 1 s (the waste test above checks the exact number against the AdminComment).
+  local whole
+  whole=$(sacct_gpu_hours "$AC_REQ" REQUEUED)
+  awk -v w="$whole" 'BEGIN { exit !(w * 3600 > 1.5) }' || fail "the requeued run lasted under 1.5 s"
+  awk -v w="$(job_json "$AC_REQ" wasted_gpu_hours)" 'BEGIN { exit !(w * 3600 > 1.5) }' ||
+    fail "requeued job waste $(job_json "$AC_REQ" wasted_gpu_hours) GPU-h: the forged ckpt=2s was read"
 }
 
 @test "text and HTML reports of the same window" {

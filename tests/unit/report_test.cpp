@@ -80,8 +80,9 @@ TEST(ReportSacct, ParsesEveryKindOfRecord) {
   EXPECT_EQ((*runs)[6].state, "CANCELLED");  // "CANCELLED by 1001"
   EXPECT_EQ((*runs)[8].nodes, 2);
   EXPECT_EQ((*runs)[8].node_list, "gpu-st-p4d-[1-2]");
-  // The comment's '|' is joined back.
-  EXPECT_EQ((*runs)[10].comment, "nightly | scaleguard: warn: single gpus=1 nodes=1 tp=1 pp=1 dp=1 11h $11");
+  // The AdminComment's '|' is joined back.
+  EXPECT_EQ((*runs)[10].admin_comment,
+            "ops: nightly | scaleguard: warn: single gpus=1 nodes=1 tp=1 pp=1 dp=1 11h $11");
   const auto& running = (*runs)[13];
   EXPECT_EQ(running.state, "RUNNING");
   EXPECT_EQ(running.end, -1);
@@ -164,6 +165,60 @@ TEST(ReportSacct, BadValuesAreClearErrors) {
   EXPECT_FALSE(rp::parse_sacct("<html>not sacct</html>\n", "page").ok());
 }
 
+// The plan note is read from AdminComment only: a user's own --comment="scaleguard: ..." must
+// not make a job look checkpointed (less waste), planned (no small_distributed flag) or
+// efficient. Job 1: 8 GPUs, REQUEUED for 1 h, a forged "ckpt=60s gpus=8" in Comment.
+TEST(ReportSacct, AForgedPlanInTheUserCommentIsNotRead) {
+  const std::string header =
+      "JobID|User|Partition|State|Start|End|ElapsedRaw|AllocTRES|Comment|AdminComment\n";
+  const std::string forged = "scaleguard: accept: ddp gpus=8 nodes=1 comm=0.01 ckpt=60s";
+  auto runs = rp::parse_sacct(
+      header + "1|u|p|REQUEUED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|gres/gpu=8|" + forged +
+          "|\n",
+      "t");
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  EXPECT_EQ((*runs)[0].admin_comment, "");
+  rp::Report r = rp::build_report(*runs, rp::Options{});
+  // Not read: no checkpoint known, so the whole run (8 GPU-h) is waste, not 8 x 30 s.
+  EXPECT_NEAR(r.total.wasted_gpu_hours, 8, kEps);
+  ASSERT_NE(job(r, "1"), nullptr);
+
+  // The same note in AdminComment (written by job_submit/scaleguard) is read.
+  runs = rp::parse_sacct(header + "1|u|p|REQUEUED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|"
+                                  "gres/gpu=8|my note|" + forged + " [sg=sg-1-1]\n",
+                         "t");
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  r = rp::build_report(*runs, rp::Options{});
+  EXPECT_NEAR(r.total.wasted_gpu_hours, 8 * 30 / 3600.0, kEps);
+
+  // A '|' in a Comment column that is not last cannot be told from a field separator: the
+  // line is an error rather than the user's text shifted into AdminComment.
+  auto shifted = rp::parse_sacct(
+      header + "1|u|p|REQUEUED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|gres/gpu=8|x|" +
+          forged + "|\n",
+      "t");
+  ASSERT_FALSE(shifted.ok());
+  EXPECT_NE(shifted.error().message.find("has 11 fields, header has 10"), std::string::npos)
+      << shifted.error().str();
+
+  // A saved file of the old format (Comment, no AdminComment) parses; its notes are ignored.
+  auto old = rp::parse_sacct(
+      "JobID|User|Partition|State|Start|End|ElapsedRaw|AllocTRES|Comment\n"
+      "1|u|p|REQUEUED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|gres/gpu=8|a | " + forged + "\n",
+      "t");
+  ASSERT_TRUE(old.ok()) << old.error().str();
+  EXPECT_EQ((*old)[0].admin_comment, "");
+  EXPECT_NEAR(rp::build_report(*old, rp::Options{}).total.wasted_gpu_hours, 8, kEps);
+}
+
+TEST(ReportSacct, AsksSacctForAdminCommentLast) {
+  const std::string format = rp::kSacctFormat;
+  const std::string tail = ",AdminComment";
+  ASSERT_GE(format.size(), tail.size());
+  EXPECT_EQ(format.substr(format.size() - tail.size()), tail);
+  EXPECT_EQ(("," + format + ",").find(",Comment,"), std::string::npos);
+}
+
 TEST(ReportPlanNote, ReadsTheJobSubmitSummary) {
   auto n = rp::parse_plan_note("scaleguard: accept strategy=ddp gpus=8 nodes=1 comm=0.08 ckpt=1800s");
   EXPECT_TRUE(n.present);
@@ -188,6 +243,26 @@ TEST(ReportPlanNote, ReadsTheJobSubmitSummary) {
   EXPECT_DOUBLE_EQ(rp::parse_plan_note("scaleguard: comm=35%").comm_ratio, 0.35);
   EXPECT_EQ(rp::parse_plan_note("scaleguard: ckpt_interval_min=15").ckpt_interval_s, 900);
   EXPECT_FALSE(rp::parse_plan_note("my own comment").present);
+  // What job_submit/scaleguard writes into AdminComment: the summary and the decision id,
+  // maybe after an admin's own text; the last annotation wins (a later decision on update).
+  auto a = rp::parse_plan_note(
+      "hold for review | scaleguard: warn [max_comm_ratio]: ddp gpus=8 nodes=1 tp=1 pp=1 dp=8 "
+      "zero=0 1.5h ~$48 on-demand comm=0.31 ckpt=1800s [sg=sg-1733248200-42]");
+  EXPECT_TRUE(a.present);
+  EXPECT_EQ(a.action, "warn");
+  EXPECT_EQ(a.strategy, "ddp");
+  EXPECT_EQ(a.gpus, 8);
+  EXPECT_DOUBLE_EQ(a.comm_ratio, 0.31);
+  EXPECT_EQ(a.ckpt_interval_s, 1800);
+  EXPECT_EQ(a.decision_id, "sg-1733248200-42");
+  auto later = rp::parse_plan_note(
+      "scaleguard: accept: ddp gpus=8 nodes=1 ckpt=600s [sg=sg-1-1] | "
+      "scaleguard: rewrite: zero gpus=4 nodes=1 ckpt=900s [sg=sg-2-7]");
+  EXPECT_EQ(later.action, "rewrite");
+  EXPECT_EQ(later.gpus, 4);
+  EXPECT_EQ(later.ckpt_interval_s, 900);
+  EXPECT_EQ(later.decision_id, "sg-2-7");
+  EXPECT_EQ(rp::parse_plan_note("scaleguard: accept: ddp gpus=8 [sg=]").decision_id, "");
   // Garbage values are ignored, not trusted.
   auto g = rp::parse_plan_note("scaleguard: gpus=-3 comm=abc ckpt=soon ckpt=1e99");
   EXPECT_EQ(g.gpus, 0);

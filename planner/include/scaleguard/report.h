@@ -19,9 +19,10 @@ struct Policy;
 
 namespace scaleguard::report {
 
-// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). Comment is last
-// because it is free text: a '|' inside it is joined back instead of breaking the line.
-extern const char* const kSacctFormat;  // "JobID,JobName,...,Comment"
+// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). AdminComment is
+// last because it is free text: a '|' inside it is joined back instead of breaking the line.
+// The user-editable Comment is not asked for: nothing in it is trusted.
+extern const char* const kSacctFormat;  // "JobID,JobName,...,AdminComment"
 
 // scaleguard-run's exit code for "stopped by SIGUSR1/SIGTERM after writing a checkpoint"
 // (runner/src/exit_codes.h); scripts/sbatch/train.sbatch requeues the job on it.
@@ -46,7 +47,9 @@ struct Run {
   int nodes = 0;
   std::string exit_code;        // "0:0", "1:0", "0:15"
   std::string node_list;
-  std::string comment;
+  // AdminComment: where job_submit/scaleguard records the plan (users cannot change it).
+  // A Comment column, if a saved file has one, is not read: users write what they like there.
+  std::string admin_comment;
   // A step of this run exited with kExitStoppedAfterCheckpoint: the run's work is in a
   // checkpoint (seen only in sacct output with steps, i.e. without -X).
   bool checkpointed_stop = false;
@@ -57,10 +60,13 @@ struct Run {
 // checkpointed_stop on the run they follow. Errors name the source and line.
 Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source);
 
-// What job_submit/scaleguard wrote into the job comment: decide()'s one-line summary,
-// "scaleguard: ACTION: STRATEGY gpus=N nodes=N ... comm=R ckpt=Ns" (the action and strategy as
+// What job_submit/scaleguard wrote into the job's AdminComment: decide()'s one-line summary
+// and the decision id, "scaleguard: ACTION[ [rules]]: STRATEGY gpus=N nodes=N ... comm=R
+// ckpt=Ns [sg=ID]", possibly after an admin's own text and " | " (the action and strategy as
 // bare words, the rest key=value; comm may be a ratio or "35%", ckpt "1800", "1800s", "30m").
-// Unknown tokens are ignored; a comment without "scaleguard:" leaves present=false.
+// The last "scaleguard:" in the text is read (a later decision, e.g. on a job update, is
+// appended after an earlier one). Unknown tokens are ignored; a text without "scaleguard:"
+// leaves present=false. Callers pass the AdminComment only, never the user's Comment.
 struct PlanNote {
   bool present = false;
   std::string action;           // accept|warn|rewrite|reject when given
@@ -68,8 +74,9 @@ struct PlanNote {
   int gpus = 0;                 // GPUs the plan uses usefully; 0 = not given
   double comm_ratio = -1;       // communication not hidden / compute; < 0 = not given
   std::int64_t ckpt_interval_s = 0;  // 0 = no checkpoint interval known
+  std::string decision_id;      // "sg-1733248200-42" from "[sg=...]"; the decision log's id
 };
-PlanNote parse_plan_note(const std::string& comment);
+PlanNote parse_plan_note(const std::string& admin_comment);
 
 // Price of one GPU-hour on a partition (instance $/h / GPUs per node, spot or on-demand).
 struct PartitionPrice {

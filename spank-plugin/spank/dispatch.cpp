@@ -52,6 +52,12 @@ int slurm_spank_job_epilog(spank_t, int ac, char** av) {
   return guarded("job_epilog", [&]() -> int { return configured(ac, av) ? drop_plan() : kFail; });
 }
 
+// slurmstepd, once per task, in the task's process, as root: reads the plan files (root's, 0600).
+int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
+  return guarded("task_init_privileged",
+                 [&]() -> int { return spank_context() == S_CTX_REMOTE ? remote_task_init_privileged(sp) : 0; });
+}
+
 // slurmstepd, once per task, in the task's process (already the job's user) just before exec.
 int slurm_spank_task_init(spank_t sp, int, char**) {
   return guarded("task_init", [&]() -> int { return spank_context() == S_CTX_REMOTE ? remote_task_init(sp) : 0; });

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <unistd.h>
 
 #include "plugin.h"
 #include "scaleguard/decide.h"
@@ -85,7 +86,9 @@ bool check(const std::string& name, const std::string& value, std::string& why) 
   if (name == "train-ckpt-dir") {
     std::vector<std::string> roots;
     if (!checkpoint_roots(roots, error)) return why = error, false;
-    return check_ckpt_dir(value, roots, why);
+    // The submitting user's view of what exists already: a fast, friendly refusal of a
+    // directory someone else owns or planted; the nodes check again as they create it.
+    return check_ckpt_dir(value, roots, why) && walk_ckpt_dir(value, roots, getuid(), getgid(), false, why);
   }
   // train-model: sizes and shapes parse alone; preset names need the catalog.
   const auto p = policy(error);

@@ -1,20 +1,23 @@
 // The plan slurmctld attached to the job. job_submit/scaleguard writes SCALEGUARD_* entries
 // into the job's spank env; in 22.05 that env reaches a node only in the job prolog/epilog
 // (as SPANK_SCALEGUARD_*), never the tasks of an srun-launched job. So the prolog (root,
-// once per node and job) saves the entries to <plan_dir>/<job id>, task_init reads them, the
-// epilog removes the file. The prolog also saves the job's first node and its NodeAddr to
-// <plan_dir>/<job id>.addr: one slurmctld RPC per node, not one per task, for MASTER_ADDR.
+// once per node and job) saves the entries to <plan_dir>/<job id>, task_init_privileged
+// (root, in each task's process before Slurm drops to the job's user) reads them, the epilog
+// removes the file. The prolog also saves the NodeAddr of each of the job's nodes to
+// <plan_dir>/<job id>.addr, for MASTER_ADDR, from what the node already has (node_addr.cpp):
+// no RPC to slurmctld. Both files are root's, mode 0600: no user reads another job's plan.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "plugin.h"
-#include "scaleguard/nccl_env.h"
 
 extern char** environ;
 
@@ -23,6 +26,14 @@ namespace {
 
 constexpr std::size_t kMaxLine = 512;  // job_submit/scaleguard's bound per plan value
 constexpr std::size_t kMaxEntries = 64;
+constexpr std::size_t kMaxFile = 16u << 20;  // an .addr file of kMaxNodes lines fits
+
+// What task_init_privileged read for this task's job (task_init runs later in the same process).
+struct Saved {
+  std::string job;
+  std::vector<std::pair<std::string, std::string>> plan;
+  std::map<std::string, std::string> addrs;
+} saved;
 
 bool plan_entry(const std::string& name, const std::string& value) {
   const bool name_ok = name.rfind("SCALEGUARD_", 0) == 0 && name.size() > 11 && name.size() < 64 &&
@@ -44,8 +55,9 @@ std::string job_id() {
 std::string plan_file(const std::string& job) { return config().plan_dir + "/" + job; }
 std::string addr_file(const std::string& job) { return plan_file(job) + ".addr"; }
 
-// Writes `text` to `path` in plan_dir, atomically. Root writes here: the directory must be
-// root's and writable by nobody else, or a user could swap in files for other jobs.
+// Writes `text` to `path` in plan_dir, atomically, mode 0600 (root reads it for the task).
+// Root writes here: the directory must be root's and writable by nobody else, or a user
+// could swap in files for other jobs.
 bool write_root_file(const std::string& path, const std::string& text) {
   mkdir(config().plan_dir.c_str(), 0755);
   struct stat st {};
@@ -59,7 +71,7 @@ bool write_root_file(const std::string& path, const std::string& text) {
   // run this job's prolog at the same moment into the same plan_dir.
   std::string tmp = path + ".XXXXXX";
   const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-  const bool written = fd >= 0 && fchmod(fd, 0644) == 0 &&
+  const bool written = fd >= 0 && fchmod(fd, 0600) == 0 &&
                        write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   if (fd >= 0) close(fd);
   if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
@@ -70,15 +82,38 @@ bool write_root_file(const std::string& path, const std::string& text) {
   return true;
 }
 
-// "<first node> <its NodeAddr>" of the job, when slurmctld tells it.
-bool save_address(const std::string& job) {
+// "<node> <NodeAddr>" for each of the job's nodes whose address this node knows.
+bool save_addresses(const std::string& job) {
   const char* nodes = std::getenv("SLURM_JOB_NODELIST");
   if (!nodes) nodes = std::getenv("SLURM_NODELIST");  // 22.05's name in the prolog environment
-  const auto first = first_host(nodes ? nodes : "");
-  if (!first.ok()) return slurm_info("scaleguard: prolog: %s", first.error().str().c_str()), true;
-  const std::string addr = node_address(*first);
-  if (addr.empty()) return slurm_info("scaleguard: prolog: no NodeAddr for %s", first->c_str()), true;
-  return write_root_file(addr_file(job), *first + " " + addr + "\n");
+  const char* aliases = std::getenv("SLURM_NODE_ALIASES");
+  const char* conf = std::getenv("SLURM_CONF");  // slurmd's own file (configless: its cache)
+  const auto hosts = expand_hosts(nodes ? nodes : "");
+  const auto addrs = node_addresses(hosts, aliases ? aliases : "", conf && *conf ? conf : "/etc/slurm/slurm.conf");
+  if (addrs.empty())
+    return slurm_info("scaleguard: prolog: no NodeAddr known for %.200s: MASTER_ADDR will be the node name",
+                      nodes ? nodes : "(no node list)"), true;
+  std::string text;
+  for (const auto& [node, addr] : addrs) text += node + " " + addr + "\n";
+  return write_root_file(addr_file(job), text);
+}
+
+// A root-owned regular file in plan_dir, opened without following a symlink; "" if absent.
+bool read_root_file(const std::string& path, std::string& text) {
+  text.clear();
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) return true;
+  if (fd < 0) return slurm_error("scaleguard: cannot read %s: %m", path.c_str()), false;
+  struct stat st {};
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 0077) &&
+            static_cast<std::size_t>(st.st_size) <= kMaxFile;
+  if (ok) {
+    text.resize(static_cast<std::size_t>(st.st_size));
+    ok = read(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  }
+  close(fd);
+  if (!ok) slurm_error("scaleguard: %s is not a root-owned 0600 file of the plugin's: ignored", path.c_str());
+  return ok;
 }
 
 }  // namespace
@@ -86,7 +121,7 @@ bool save_address(const std::string& job) {
 int save_plan() {
   const std::string job = job_id();
   if (job.empty()) return slurm_error("scaleguard: prolog without a usable SLURM_JOB_ID"), kFail;
-  if (!save_address(job)) return kFail;
+  if (!save_addresses(job)) return kFail;
   std::string text;
   std::size_t entries = 0;
   for (char** e = environ; *e && entries < kMaxEntries; ++e) {
@@ -111,23 +146,34 @@ int drop_plan() {
   return 0;
 }
 
+int load_saved(const std::string& job) {
+  saved = Saved{};
+  saved.job = job;
+  std::string text;  // a file that is not as the prolog wrote it is logged and ignored
+  if (!read_root_file(plan_file(job), text)) text.clear();
+  std::istringstream plan(text);
+  std::string line;
+  while (saved.plan.size() < kMaxEntries && std::getline(plan, line)) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos && plan_entry(line.substr(0, eq), line.substr(eq + 1)))
+      saved.plan.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+  }
+  if (!read_root_file(addr_file(job), text)) text.clear();
+  std::istringstream addrs(text);
+  std::string node, addr;
+  while (saved.addrs.size() < kMaxNodes && addrs >> node >> addr)
+    if (plain_address(node) && plain_address(addr)) saved.addrs.emplace(node, addr);
+  return 0;
+}
+
 std::string saved_address(const std::string& job, const std::string& node) {
-  std::ifstream in(addr_file(job));
-  std::string saved_node, addr;
-  if (!(in >> saved_node >> addr) || saved_node != node || !plain_address(addr)) return "";
-  return addr;
+  if (saved.job != job) return "";
+  const auto it = saved.addrs.find(node);
+  return it == saved.addrs.end() ? std::string() : it->second;
 }
 
 std::vector<std::pair<std::string, std::string>> saved_plan(const std::string& job) {
-  std::vector<std::pair<std::string, std::string>> plan;
-  std::ifstream in(plan_file(job));
-  std::string line;
-  while (plan.size() < kMaxEntries && std::getline(in, line)) {
-    const auto eq = line.find('=');
-    if (eq != std::string::npos && plan_entry(line.substr(0, eq), line.substr(eq + 1)))
-      plan.emplace_back(line.substr(0, eq), line.substr(eq + 1));
-  }
-  return plan;
+  return saved.job == job ? saved.plan : std::vector<std::pair<std::string, std::string>>{};
 }
 
 }  // namespace scaleguard::spank

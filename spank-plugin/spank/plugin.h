@@ -8,7 +8,9 @@ extern "C" {
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <exception>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,9 +49,17 @@ bool validate(const Option& opt, const std::string& value, const std::string& so
 // _SLURM_SPANK_OPTION_scaleguard_train_model (plugin and option name, '-' -> '_').
 std::string forwarded_name(const Option& opt);
 
-// Checkpoint directory rules (ckpt_dir.cpp).
+// Checkpoint directory rules (ckpt_dir.cpp). check_ckpt_dir: the spelling, and where the path
+// resolves to (for a clear message). walk_ckpt_dir: below the checkpoint root, component by
+// component on open descriptors, every directory is real (no symlink), the job's user's own
+// (root's on the way to it), and not writable by every user (on the way to it: unless
+// sticky); with `create` the missing ones are made as the job's user, mode 0750; without,
+// the walk stops where the path stops existing (the submitting host's check).
 bool check_ckpt_dir(const std::string& path, const std::vector<std::string>& roots, std::string& error);
-bool create_ckpt_dir(const std::string& path, uid_t uid, gid_t gid, std::string& error);
+bool walk_ckpt_dir(const std::string& path, const std::vector<std::string>& roots, uid_t uid, gid_t gid,
+                   bool create, std::string& error);
+bool create_ckpt_dir(const std::string& path, const std::vector<std::string>& roots, uid_t uid, gid_t gid,
+                     std::string& error);
 // The policy's checkpoint roots (loads policy= once per process).
 bool checkpoint_roots(std::vector<std::string>& roots, std::string& error);
 
@@ -58,23 +68,30 @@ bool checkpoint_roots(std::vector<std::string>& roots, std::string& error);
 // logs "failed with rc=3000" and the submission goes ahead.
 constexpr int kFail = -1;
 
-// The controller's plan for a job and its first node's address (plan.cpp): saved by the job
-// prolog, read by task_init.
+// The controller's plan for a job and its nodes' addresses (plan.cpp): saved by the job
+// prolog (root-owned, mode 0600), read as root by task_init_privileged (load_saved), used by
+// task_init after Slurm has dropped to the job's user.
 int save_plan();
 int drop_plan();
+int load_saved(const std::string& job);
 std::vector<std::pair<std::string, std::string>> saved_plan(const std::string& job);
-// The address the prolog saved for the job's first node, if that node is `node`; else "".
+// The address the prolog saved for `node` of the job; "" if none.
 std::string saved_address(const std::string& job, const std::string& node);
 
-// A node's NodeAddr from slurmctld (node_addr.cpp; one RPC); "" when unknown or not a plain
-// host name or IP address.
-std::string node_address(const std::string& node);
+// NodeAddr without slurmctld (node_addr.cpp): from SLURM_NODE_ALIASES, then the NodeName lines
+// of `slurm_conf`; nodes with neither are left out (the caller uses the node name).
+constexpr std::size_t kMaxNodes = 100000;
+std::map<std::string, std::string> node_addresses(const std::vector<std::string>& nodes, const std::string& aliases,
+                                                  const std::string& slurm_conf);
+std::map<std::string, std::string> alias_addresses(const std::string& aliases);
+std::vector<std::string> expand_hosts(const std::string& hostlist);  // Slurm's hostlist syntax
 bool plain_address(const std::string& addr);
 
 // Per-context entry points (return 0 or kFail).
 int submit_init(spank_t sp);
 int submit_post_opt(spank_t sp);
 int remote_init(spank_t sp);
+int remote_task_init_privileged(spank_t sp);
 int remote_task_init(spank_t sp);
 
 // Runs `body` and turns any exception into kFail with a slurm_error line: nothing

@@ -102,18 +102,22 @@ bool make_ckpt_dir(spank_t sp, const Env& env, std::string& dir) {
   std::string error;
   if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
     error = "cannot read the job's uid/gid";
-  else if (checkpoint_roots(roots, error) && check_ckpt_dir(dir, roots, error) && create_ckpt_dir(dir, uid, gid, error))
+  else if (checkpoint_roots(roots, error) && check_ckpt_dir(dir, roots, error) &&
+           create_ckpt_dir(dir, roots, uid, gid, error))
     return true;
   slurm_error("scaleguard: checkpoint directory '%.200s': %s", dir.c_str(), error.c_str());
   return false;
 }
 
-// The step's first node's NodeAddr: saved by the prolog when that node is the job's first
-// (every job step but those on a subset of the nodes), else asked here; the node name
-// when slurmctld cannot tell.
-std::string master_addr(const std::string& job, const std::string& first) {
+// The step's first node's NodeAddr, never asked of slurmctld: saved by the job prolog for
+// every node of the job (node_addr.cpp), else from the job's SLURM_NODE_ALIASES; the node
+// name when neither knows it.
+std::string master_addr(const Env& env, const std::string& job, const std::string& first) {
   std::string addr = saved_address(job, first);
-  if (addr.empty()) addr = node_address(first);
+  if (addr.empty()) {
+    const auto aliases = alias_addresses(get(env, "SLURM_NODE_ALIASES"));
+    if (const auto it = aliases.find(first); it != aliases.end()) addr = it->second;
+  }
   if (!addr.empty()) return addr;
   slurm_info("scaleguard: no NodeAddr for %s: MASTER_ADDR is the node name", first.c_str());
   return first;
@@ -122,6 +126,10 @@ std::string master_addr(const std::string& job, const std::string& first) {
 }  // namespace
 
 int remote_init(spank_t sp) { return register_options(sp); }
+
+// Root, in the task's process before Slurm drops to the job's user: the only moment the
+// plan files (root's, 0600) can be read for the task.
+int remote_task_init_privileged(spank_t sp) { return load_saved(item<uint32_t>(sp, S_JOB_ID)); }
 
 int remote_task_init(spank_t sp) {
   Env env = job_env(sp);
@@ -134,7 +142,8 @@ int remote_task_init(spank_t sp) {
   const std::vector<std::string> inherited = drop_inherited(env, step);
 
   EnvList want;
-  // The plan job_submit/scaleguard attached (saved by the job prolog on this node).
+  // The plan job_submit/scaleguard attached (saved by the job prolog on this node, read by
+  // task_init_privileged).
   for (auto& kv : saved_plan(job)) want.push_back(std::move(kv));
   if (!ckpt_dir.empty()) want.emplace_back("SCALEGUARD_CKPT_DIR", ckpt_dir);
   // The batch script is one process whatever the job's task count; its steps get theirs.
@@ -145,7 +154,7 @@ int remote_task_init(spank_t sp) {
   want.emplace_back("LOCAL_WORLD_SIZE", batch ? "1" : item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT));
   std::string nodes = get(env, "SLURM_STEP_NODELIST");
   if (nodes.empty()) nodes = get(env, "SLURM_JOB_NODELIST");
-  if (const auto first = first_host(nodes); first.ok()) want.emplace_back("MASTER_ADDR", master_addr(job, *first));
+  if (const auto first = first_host(nodes); first.ok()) want.emplace_back("MASTER_ADDR", master_addr(env, job, *first));
   else slurm_info("scaleguard: MASTER_ADDR not set: %s", first.error().str().c_str());
   want.emplace_back("MASTER_PORT", std::to_string(master_port(static_cast<uint32_t>(std::stoul(job)))));
   std::string error;

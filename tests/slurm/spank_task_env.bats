@@ -44,13 +44,15 @@ show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PO
   assert_line "rank 0 got: rank 1 on gpu-st-p4d-2"
 }
 
-@test "the job prolog saves the first node's address once per node (no slurmctld query per task)" {
+@test "the job prolog saves the job's nodes' addresses once per node (no slurmctld query per task)" {
   # Both slurmd of the dev cluster run the prolog at once into one plan_dir: repeat, so a
   # race between them (a shared temporary file) fails here rather than draining a node.
+  # (The tasks run as root here: the file is root's, mode 600.)
   for i in 1 2 3 4 5; do
     run srun -N2 -n2 bash -c 'cat "$SCALEGUARD_DEV_DIR/plans/$SLURM_JOB_ID.addr"'
     assert_success
     assert_equal "$(grep -c "^gpu-st-p4d-1 $(node_addr gpu-st-p4d-1)\$" <<<"$output")" 2
+    assert_equal "$(grep -c "^gpu-st-p4d-2 $(node_addr gpu-st-p4d-2)\$" <<<"$output")" 2
   done
   run sinfo -h -N -t drain,drng,down -o '%N %E'
   assert_output ""
@@ -61,6 +63,32 @@ show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PO
   assert_success
   run cat "$work/out"
   assert_output "$(node_addr gpu-st-p4d-2)"
+}
+
+# Node-information requests slurmctld has served (sdiag counts RPCs per message type; the old
+# prolog's slurm_load_node_single was one REQUEST_NODE_INFO_SINGLE per node and job).
+node_info_rpcs() {
+  sdiag | grep -E '^\s*REQUEST_NODE_INFO(_SINGLE)?\s' | grep -oE 'count:[0-9]+' | cut -d: -f2 |
+    awk '{ n += $1 } END { print n + 0 }'
+}
+
+@test "MASTER_ADDR needs no slurmctld RPC: node-info requests do not grow across multi-node jobs" {
+  local before after
+  before=$(node_info_rpcs)
+  # Nothing between the two counts may ask for nodes itself (sinfo, scontrol show node).
+  run as_user "$work" srun -N2 -n2 printenv MASTER_ADDR
+  assert_success
+  local srun_output=$output
+  run as_user "$work" sbatch --wait -N2 -o "$work/out" \
+    --wrap 'srun -N2 -n2 printenv MASTER_ADDR; srun -N1 -n1 -w gpu-st-p4d-2 printenv MASTER_ADDR'
+  assert_success
+  after=$(node_info_rpcs)
+  assert_equal "$after" "$before"
+  # ... and the addresses are still the nodes' NodeAddr.
+  output=$srun_output
+  assert_equal "$(grep -c "^$(node_addr gpu-st-p4d-1)\$" <<<"$output")" 2
+  run cat "$work/out"
+  assert_output "$(printf '%s\n' "$(node_addr gpu-st-p4d-1)" "$(node_addr gpu-st-p4d-1)" "$(node_addr gpu-st-p4d-2)")"
 }
 
 @test "MASTER_PORT is 20000 + job id mod 10000" {
@@ -130,6 +158,37 @@ EOS
 
 needs_job_submit() {
   grep -q '^JobSubmitPlugins=scaleguard' "$SLURM_CONF" || skip "dev cluster runs without job_submit/scaleguard"
+}
+
+@test "plan files are root's, mode 600: neither the job's user nor another user reads them" {
+  needs_job_submit
+  local other=sgother plans=$SCALEGUARD_DEV_DIR/plans
+  id "$other" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$other"
+  run as_user "$work" sbatch --parsable -w gpu-st-p4d-1 -o "$work/out" --gpus=1 --time=3:00:00 --train-model=350M \
+    --train-single-gpu-hours=2 \
+    --wrap "touch $work/started; for i in \$(seq 600); do [ -e $work/done ] && break; sleep 0.1; done; srun -n1 env"
+  assert_success
+  local id i
+  id=$(parsed_job_id)
+  for ((i = 0; i < 300; i++)); do [ -e "$work/started" ] && break; sleep 0.1; done
+  [ -e "$work/started" ]
+  run stat -c '%U %G %a %n' "$plans/$id" "$plans/$id.addr"
+  assert_line --index 0 "root root 600 $plans/$id"
+  assert_line --index 1 "root root 600 $plans/$id.addr"
+  for u in "$SCALEGUARD_TEST_USER" "$other"; do
+    runuser -u "$u" -- test -x "$plans"   # the directory is open to them: the files' mode refuses
+    run runuser -u "$u" -- cat "$plans/$id" "$plans/$id.addr"
+    assert_failure
+    assert_output --partial "Permission denied"
+    refute_output --partial "SCALEGUARD_"
+  done
+  touch "$work/done"   # (the job gives up waiting after 60 s when a check above failed)
+  run wait_job "$id"
+  assert_output COMPLETED
+  # The tasks still get the plan and the address: read as root before Slurm drops privileges.
+  run cat "$work/out"
+  assert_line "SCALEGUARD_STRATEGY=single"
+  assert_line "MASTER_ADDR=$(node_addr gpu-st-p4d-1)"
 }
 
 @test "a batch job accepted by job_submit/scaleguard carries its plan into the tasks" {

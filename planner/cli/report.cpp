@@ -1,9 +1,12 @@
 // `scaleguard report`: GPU-hours, cost and waste for a time window from Slurm accounting.
 // Runs sacct itself (execvp with an argument vector, no shell, bounded output) or reads a
 // saved `sacct --parsable2` file; prices come from the policy's partitions.
+// `scaleguard report --decisions FILE`: job_submit/scaleguard's refusals, rewrites and
+// warnings from its decision log instead (no sacct, no policy).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include "scaleguard/decide.h"
 #include "scaleguard/policy.h"
 #include "scaleguard/report.h"
+#include "scaleguard/report_decisions.h"
 #include "verbs.h"
 
 namespace scaleguard::cli {
@@ -149,6 +153,92 @@ std::int64_t local_now() {
   return *rp::parse_time(buf);
 }
 
+// A window edge for the decision log (UTC): "...Z" or "+HH:MM" as written, otherwise the
+// local wall clock like every other report time, converted with the local time zone.
+std::int64_t parse_window_utc(const std::string& option, const std::string& text) {
+  if (!text.empty() && (text.back() == 'Z' || text.back() == 'z' ||
+                        (text.size() > 16 && (text[text.size() - 6] == '+' || text[text.size() - 6] == '-')))) {
+    auto t = rp::parse_utc_time(text);
+    if (!t) throw Failure{"--" + option + ": " + t.error().message};
+    return *t;
+  }
+  const std::int64_t civil = parse_window_time(option, text);
+  std::tm tm{};
+  const std::string s = rp::format_time(civil);
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec) != 6)
+    throw Failure{"--" + option + ": '" + text + "' is not a time"};
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1))
+    throw Failure{"--" + option + ": '" + text + "' is not a local time here"};
+  return static_cast<std::int64_t>(t);
+}
+
+void write_output(const std::string& output, const std::string& rendered) {
+  if (output.empty()) {
+    std::cout << rendered;
+    std::cout.flush();
+    if (!std::cout) throw Failure{"cannot write to stdout"};
+  } else {
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    out << rendered;
+    out.close();
+    if (!out) throw Failure{"cannot write " + output + ": " + std::strerror(errno)};
+  }
+}
+
+// `--decisions FILE` ("-": standard input): read the log as a stream (it may be large and
+// still growing), summarize, render. Lines that are not decisions are reported on stderr.
+void decisions_report(const std::string& path, const std::string& since, const std::string& until,
+                      const std::string& format, const std::string& output) {
+  rp::DecisionOptions options;
+  options.since = since.empty() ? -1 : parse_window_utc("since", since);
+  options.until = until.empty() ? -1 : parse_window_utc("until", until);
+  if (options.since >= 0 && options.until >= 0 && options.until <= options.since)
+    throw Failure{"--until " + until + " is not after --since " + since};
+  rp::DecisionReport report;
+  const std::string source = path == "-" ? "standard input" : path;
+  if (path == "-") {
+    report = rp::summarize_decisions(std::cin, options);
+    if (std::cin.bad()) throw Failure{"cannot read standard input"};
+  } else {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+    if (S_ISDIR(st.st_mode)) throw Failure{"cannot read " + path + ": it is a directory"};
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+    report = rp::summarize_decisions(in, options);
+    if (in.bad()) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+  }
+  std::string skipped;
+  if (report.skipped > 0) {
+    skipped = std::to_string(report.skipped) +
+              (report.skipped == 1 ? " line is not a decision (" : " lines are not decisions (");
+    for (std::size_t i = 0; i < report.first_skipped.size(); ++i)
+      skipped += (i ? "; line " : "line ") + std::to_string(report.first_skipped[i].line) + ": " +
+                 report.first_skipped[i].reason;
+    skipped += static_cast<std::size_t>(report.skipped) > report.first_skipped.size() ? "; ...)" : ")";
+  }
+  if (report.enforced.total.decisions + report.shadow.total.decisions == 0) {
+    const auto edge = [](std::int64_t t, const char* open) {
+      return t >= 0 ? rp::format_utc_time(t) : std::string(open);
+    };
+    throw Failure{"no decisions between " + edge(options.since, "the beginning") + " and " +
+                  edge(options.until, "now") + " in " + source +
+                  (skipped.empty() ? std::string() : ": " + skipped)};
+  }
+  const std::string rendered = format == "csv"    ? rp::render_decisions_csv(report)
+                               : format == "html" ? rp::render_decisions_html(report)
+                               : format == "json" ? rp::render_decisions_json(report)
+                                                  : rp::render_decisions_text(report);
+  write_output(output, rendered);
+  if (!skipped.empty())
+    std::fprintf(stderr, "scaleguard report: %s: %s\n", source.c_str(), skipped.c_str());
+}
+
 std::string config_path(const std::string& given, const char* env, const char* fallback) {
   if (!given.empty()) return given;
   if (const char* v = std::getenv(env); v && *v) return v;
@@ -159,9 +249,11 @@ int run(int argc, char** argv) {
   po::options_description desc(
       "scaleguard report [options]\n\n"
       "GPU-hours, cost and wasted GPU-hours by user, account, partition and day, from\n"
-      "Slurm accounting (sacct -a -D --parsable2) or a saved sacct file. Rules:\n"
-      "docs/report.md\n\noptions");
-  std::string since, until, sacct_file, format = "text", output, policy_path, catalog_path;
+      "Slurm accounting (sacct -a -D --parsable2) or a saved sacct file; with --decisions,\n"
+      "what job_submit/scaleguard refused, rewrote and warned about, from its decision log.\n"
+      "Rules: docs/report.md\n\noptions");
+  std::string since, until, sacct_file, decisions, format = "text", output, policy_path,
+      catalog_path;
   desc.add_options()
       ("help,h", "this help")
       ("since", po::value(&since), "window start, YYYY-MM-DD[THH:MM[:SS]] local time "
@@ -169,6 +261,9 @@ int run(int argc, char** argv) {
       ("until", po::value(&until), "window end (default: now when running sacct, open with a file)")
       ("sacct-file", po::value(&sacct_file), "read saved `sacct --parsable2` output instead of "
                                              "running sacct")
+      ("decisions", po::value(&decisions), "summarize job_submit/scaleguard's decision log (JSON "
+                                           "Lines; - for stdin) instead of accounting; times in "
+                                           "UTC, the window is open unless given")
       ("format", po::value(&format), "text | csv | html | json")
       ("json", "same as --format json")
       ("output,o", po::value(&output), "write here instead of stdout")
@@ -193,6 +288,26 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "scaleguard report: --format: '%s' is not text, csv, html or json\n",
                  format.c_str());
     return 2;
+  }
+  if (vm.count("decisions")) {
+    for (const char* other : {"sacct-file", "policy", "catalog"})
+      if (vm.count(other)) {
+        std::fprintf(stderr, "scaleguard report: --%s does not go with --decisions (the decision "
+                             "log needs no accounting and no prices)\n", other);
+        return 2;
+      }
+    if (decisions.empty()) {
+      std::fprintf(stderr, "scaleguard report: --decisions: give the decision log's path, or - "
+                           "for standard input\n");
+      return 2;
+    }
+    try {
+      decisions_report(decisions, since, until, format, output);
+      return 0;
+    } catch (const Failure& f) {
+      std::fprintf(stderr, "scaleguard report: %s\n", f.message.c_str());
+      return 1;
+    }
   }
   try {
     const std::int64_t since_t = since.empty() ? -1 : parse_window_time("since", since);
@@ -246,16 +361,7 @@ int run(int argc, char** argv) {
                                  : format == "html" ? rp::render_html(report)
                                  : format == "json" ? rp::render_json(report)
                                                     : rp::render_text(report);
-    if (output.empty()) {
-      std::cout << rendered;
-      std::cout.flush();
-      if (!std::cout) throw Failure{"cannot write to stdout"};
-    } else {
-      std::ofstream out(output, std::ios::binary | std::ios::trunc);
-      out << rendered;
-      out.close();
-      if (!out) throw Failure{"cannot write " + output + ": " + std::strerror(errno)};
-    }
+    write_output(output, rendered);
     return 0;
   } catch (const Failure& f) {
     std::fprintf(stderr, "scaleguard report: %s\n", f.message.c_str());

@@ -6,43 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "report_format.h"
 #include "scaleguard/report.h"
 
 namespace scaleguard::report {
 namespace {
 
-const char* const kUseful = "#3b6ea5";
-// One colour per waste cause, in the order the legend lists them.
-const char* const kWasteColours[] = {"#c0392b", "#e67e22", "#8e44ad", "#d4ac0d", "#7f8c8d",
-                                     "#a93226"};
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
-    }
-  }
-  return out;
-}
-
-// GPU-hours: two decimals, four below one hour so short jobs do not read as 0.00.
-std::string hours(double v) { return fixed(v, v != 0 && v < 1 ? 4 : 2); }
-
-std::string percent(double part, double whole) {
-  return whole > 0 ? fixed(100 * part / whole, 1) + "%" : "-";
-}
+using namespace fmt;
 
 // Smallest 1/2/5 x 10^k not below v: a tick step a reader can add up.
 double nice_step(double v) {
@@ -51,18 +21,6 @@ double nice_step(double v) {
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (m * p >= v * (1 - 1e-9)) return m * p;
   return 10 * p;
-}
-
-std::string rect(double x, double y, double w, double h, const char* fill, const std::string& title) {
-  return "<rect x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" width=\"" + fixed(w, 1) +
-         "\" height=\"" + fixed(h, 1) + "\" fill=\"" + fill + "\"><title>" + esc(title) +
-         "</title></rect>";
-}
-
-std::string text(double x, double y, const std::string& s, const char* anchor = "start",
-                 const char* cls = "") {
-  return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" text-anchor=\"" + anchor +
-         "\" class=\"" + cls + "\">" + esc(s) + "</text>";
 }
 
 // GPU-hours per day, useful and wasted stacked.
@@ -178,29 +136,13 @@ std::string usage_table(const char* title, const Map& rows, KeyFn key_of) {
   return h + "</table>";
 }
 
-std::string same(const std::string& s) { return s.empty() ? "(none)" : s; }
-
 }  // namespace
 
 std::string render_html(const Report& r) {
   const Usage& t = r.total;
   const std::string window = (r.since >= 0 ? format_time(r.since) : "?") + " .. " +
                              (r.until >= 0 ? format_time(r.until) : "?");
-  std::string h =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<title>scaleguard report " + esc(window) + "</title><style>"
-      "body{font-family:DejaVu Sans,Liberation Sans,Arial,sans-serif;margin:24px;color:#222;"
-      "max-width:1080px}h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 8px;"
-      "border-bottom:1px solid #ccc}h3{font-size:14px;margin:14px 0 4px}.muted{fill:#888;color:#888}"
-      ".cards{display:flex;gap:12px;margin:14px 0}.card{flex:1;border:1px solid #ddd;"
-      "border-radius:6px;padding:10px 12px;background:#f8f9fb}.card b{display:block;font-size:20px}"
-      ".card.bad b{color:#c0392b}.row{display:flex;gap:24px;flex-wrap:wrap}"
-      "table{border-collapse:collapse;font-size:12px;margin-bottom:8px}"
-      "th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}"
-      "th:first-child,td:first-child{text-align:left}th{background:#eef1f5}"
-      "td.l,th.l{text-align:left}.flag{color:#a04000;font-size:11px}"
-      "svg text{font-size:11px;fill:#333}svg .grid{stroke:#e3e3e3}svg .axisline{stroke:#888}"
-      "</style></head><body>\n";
+  std::string h = html_head("scaleguard report " + window);
   h += "<h1>scaleguard GPU report</h1><div class=\"muted\">" + esc(window) + "</div>";
   h += "<div class=\"cards\"><div class=\"card\">jobs<b>" + std::to_string(t.jobs) + "</b>" +
        std::to_string(t.runs) + " runs</div><div class=\"card\">GPU-hours<b>" +

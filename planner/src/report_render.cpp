@@ -4,35 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "report_format.h"
 #include "scaleguard/report.h"
 
 namespace scaleguard::report {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-// GPU-hours: two decimals, four below one hour so short jobs do not read as 0.00.
-std::string hours(double v) { return fixed(v, v != 0 && v < 1 ? 4 : 2); }
-
-std::string percent(double part, double whole) {
-  return whole > 0 ? fixed(100 * part / whole, 1) + "%" : "-";
-}
-
-std::string pad(const std::string& s, std::size_t width, bool right) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
-// Free text from sacct (job names) must not break the table: cut, no control characters.
-std::string cell(const std::string& s, std::size_t max) {
-  std::string out;
-  for (char c : s) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  return out.size() > max ? out.substr(0, max - 1) + "~" : out;
-}
+using namespace fmt;
 
 template <class Map, class KeyFn>
 void usage_table(std::string& out, const char* title, const Map& rows, KeyFn key_of) {
@@ -48,18 +26,6 @@ void usage_table(std::string& out, const char* title, const Map& rows, KeyFn key
            pad(hours(u.wasted_gpu_hours), 10, true) + " " +
            pad(percent(u.wasted_gpu_hours, u.gpu_hours), 7, true) + " " +
            pad(fixed(u.cost_usd, 2), 11, true) + "\n";
-}
-
-std::string same(const std::string& s) { return s.empty() ? "(none)" : s; }
-
-// RFC 4180 quoting; text that a spreadsheet would run as a formula is prefixed with '.
-std::string csv(const std::string& s) {
-  std::string v = s;
-  if (!v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@')) v = "'" + v;
-  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 }  // namespace

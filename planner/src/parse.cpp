@@ -64,6 +64,11 @@ Result<double> parse_count(const std::string& raw) {
   return n;
 }
 
+// A billion of any --time field (days, hours, minutes or seconds) is already longer than 10
+// years; bounding each field first keeps the sum below far inside long long (a field of up to
+// 19 digits times 86400 overflowed: "307445734561825861" wrapped to 44 s = 1 minute).
+constexpr long long kMaxTimeField = 1000000000;
+
 Result<int> parse_slurm_minutes(const std::string& raw) {
   const std::string hint =
       "use Slurm's --time forms: MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC or INFINITE";
@@ -77,6 +82,7 @@ Result<int> parse_slurm_minutes(const std::string& raw) {
   if (auto dash = t.find('-'); dash != std::string::npos) {
     auto d = parse_integer(t.substr(0, dash));
     if (!d || *d < 0) return value_error("'" + raw + "' is not a time", hint);
+    if (*d > kMaxTimeField) return value_error("'" + raw + "' is longer than 10 years", hint);
     days = *d;
     rest = t.substr(dash + 1);
     has_days = true;
@@ -87,6 +93,7 @@ Result<int> parse_slurm_minutes(const std::string& raw) {
   for (const auto& p : parts) {
     auto n = parse_integer(p);
     if (!n || *n < 0) return value_error("'" + raw + "' is not a time", hint);
+    if (*n > kMaxTimeField) return value_error("'" + raw + "' is longer than 10 years", hint);
     v.push_back(*n);
   }
   long long seconds = 0;

@@ -45,6 +45,22 @@ TEST(ParseSlurmMinutes, BadInput) {
     EXPECT_FALSE(parse_slurm_minutes(bad).ok()) << bad;
 }
 
+// Found by fuzz/fuzz_parsers (UBSan: signed overflow in the seconds sum). Fields of up to 19
+// digits were multiplied before the 10-year check: 307445734561825861 minutes * 60 wrapped to
+// 44 seconds and was accepted as a 1-minute limit. --train-deadline and
+// --train-single-gpu-hours reach this through parse_hours inside slurmctld.
+TEST(ParseSlurmMinutes, HugeFieldsAreRefusedNotWrapped) {
+  for (const char* huge : {"307445734561825861", "1115555555555555555", "213503982334602-0",
+                           "0-5124095576030432:00", "0:307445734561825861", "1:0:307445734561825861",
+                           "1000000001", "1000000001:00"})
+    EXPECT_FALSE(parse_slurm_minutes(huge).ok()) << huge;
+  EXPECT_FALSE(parse_hours("307445734561825861:00").ok());
+  EXPECT_FALSE(parse_hours("1-307445734561825861:00:00").ok());
+  // The largest accepted limit is unchanged: 10 years of minutes.
+  EXPECT_EQ(parse_slurm_minutes("5270400").value(), 5270400);
+  EXPECT_FALSE(parse_slurm_minutes("5270401").ok());
+}
+
 TEST(ParseHours, UnitsAndSlurmForms) {
   EXPECT_DOUBLE_EQ(parse_hours("11").value(), 11);
   EXPECT_DOUBLE_EQ(parse_hours("11h").value(), 11);

@@ -30,7 +30,8 @@ probe_id() {
 
 @test "option values reach the job's spank env as _SLURM_SPANK_OPTION_scaleguard_*" {
   # Options without a model (no training intent): the controller judges the raw request.
-  run sbatch --wait -o "$work/out" --train-strategy=auto --train-deadline=2h \
+  # As the test user: $work is theirs, and a checkpoint directory must be the job's user's.
+  run as_user "$work" sbatch --wait -o "$work/out" --train-strategy=auto --train-deadline=2h \
     --train-ckpt-interval=30 --train-ckpt-dir="$work/ckpt" --wrap 'env'
   assert_success
   # sbatch exports the job's spank env to the script as SLURM_SPANK_<name>.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "scaleguard/decide.h"
+#include "scaleguard/envelope.h"
 #include "scaleguard/plan.h"
 #include "scaleguard/policy.h"
 #include "text.h"
@@ -125,40 +126,81 @@ Decision reject_input(const std::string& what, const Error& e) {
   return d;
 }
 
-Decision decide_impl(const JobRequest& job, const Policy& policy) {
-  // Partition: the first of a comma list, else the policy's default.
-  std::string pname = job.partition.substr(0, job.partition.find(','));
-  const Partition* part = pname.empty() ? policy.default_partition() : policy.find_partition(pname);
-  if (!part) {
-    Decision d;
-    d.summary = "scaleguard: accept: partition " + pname + " is not governed by the policy";
-    d.message = d.summary;
-    return d;
-  }
+// Judges the job in one governed partition.
+Decision decide_in(const JobRequest& job, const Policy& policy, const Partition* part) {
   Judge j(job, policy, *part);
   Decision& d = j.d;
   const int gpn = part->inst.gpus;
 
-  // What the job asks for.
-  int nodes = std::max(1, job.nodes_min);
-  int gpus = job.gpus_total;
-  if (gpus <= 0 && job.gpus_per_node > 0) gpus = job.gpus_per_node * nodes;
-  if (gpus <= 0 && job.gpus_per_task > 0) gpus = job.gpus_per_task * std::max(1, job.ntasks);
-  if (gpus <= 0 && job.gpus_per_socket > 0) gpus = job.gpus_per_socket * nodes;  // >= one socket per node
+  // What Slurm may grant the job here, whatever the request's literal numbers say.
+  const Envelope env = envelope_of(job, *part);
+  auto judged = [&](Decision r) {
+    r.governed = true, r.shadow = part->shadow, r.envelope = env;
+    return r;
+  };
+  int nodes = std::max(1, env.nodes);
+  int gpus = env.gpus;
   if (gpus > 100000 || nodes > 100000 || job.gpus_per_node > 100000)
-    return reject_input("GPU request", Error{"absurd GPU or node count", "", 0, "", "ask for at most 100000"});
+    return judged(reject_input("GPU request", Error{"absurd GPU or node count", "", 0, "", "ask for at most 100000"}));
   if (gpus <= 0) {
     if (job.has_intent())
-      return reject_input("--train-* options", Error{"a training intent on a job without GPUs", "", 0, "",
-                                                     "ask for GPUs, e.g. --gpus=1"});
+      return judged(reject_input("--train-* options", Error{"a training intent on a job without GPUs", "", 0, "",
+                                                            "ask for GPUs, e.g. --gpus=1"}));
     d.summary = "scaleguard: accept: no GPUs requested";
     d.message = d.summary;
-    return d;
+    return judged(d);
   }
-  if (job.gpus_per_node <= 0) nodes = std::max(nodes, (gpus + gpn - 1) / gpn);
-  int limit = job.time_limit_min > 0 ? job.time_limit_min : part->default_time_min;
-  if (job.time_limit_min < 0) limit = part->max_time_min > 0 ? part->max_time_min : part->default_time_min;
+  if (env.time_limit_min <= 0)
+    return judged(reject_input(
+        "time limit", Error{"no time limit (--time=UNLIMITED) cannot be judged in partition " + part->name +
+                                ", which has no max_time in the policy",
+                            "", 0, "", "give --time=D-HH:MM:SS"}));
+  const int limit = env.time_limit_min;
   const double hours = limit / 60.0;
+  // "(judged as ...)" when the envelope is not the literal request.
+  const std::string how = env.how.empty() ? "" : " (judged as " + env.how + ")";
+
+  // The caps judge the envelope after every rewrite; a plan's prediction may only tighten.
+  // Returns the GPU-hours granted (one job, one array element).
+  std::optional<int> new_gpus, new_nodes, new_time;
+  auto check_caps = [&](double predicted_gpu_hours) {
+    const int final_gpus = new_gpus ? (job.exclusive || part->exclusive ? new_nodes.value_or(1) * gpn : *new_gpus) : gpus;
+    const int final_min = new_time.value_or(limit);
+    const double one = std::max(final_gpus * final_min / 60.0, predicted_gpu_hours);
+    const double cap = j.threshold(RuleId::max_job_gpu_hours);
+    const double with_het = one + job.het_prior_gpu_hours;
+    if (j.on(RuleId::max_job_gpu_hours) && with_het > cap) {
+      const double budget = cap - job.het_prior_gpu_hours;
+      const int capped = budget > 0 ? std::max(1, static_cast<int>(budget / final_gpus * 60)) : 0;
+      std::string detail = final_gpus == gpus && final_min == limit
+                               ? text::format("%d GPUs x %s h = %s GPU-hours", gpus, text::num(hours).c_str(),
+                                              text::num(gpus * hours, 0).c_str()) + how
+                               : text::num(one, 0) + " GPU-hours";
+      if (job.het_component > 0)
+        detail += " + " + text::num(job.het_prior_gpu_hours, 0) + " GPU-hours of het job components 0-" +
+                  std::to_string(job.het_component - 1);
+      if (j.fire(RuleId::max_job_gpu_hours, detail + " > " + text::num(cap) + " allowed for one job") && capped > 0)
+        new_time = capped;
+      else if (capped <= 0)
+        j.max_action = Action::reject;  // nothing left to give this component
+      if (capped > 0) j.ask(std::nullopt, capped);
+      return std::min(one, std::max(0.0, budget));
+    }
+    if (j.on(RuleId::max_array_gpu_hours) && job.array_tasks > 1) {
+      const double all = one * job.array_tasks, acap = j.threshold(RuleId::max_array_gpu_hours);
+      if (all > acap) {
+        const int capped = std::max(1, static_cast<int>(acap / job.array_tasks / final_gpus * 60));
+        if (j.fire(RuleId::max_array_gpu_hours,
+                   text::format("%d array elements x %s GPU-hours = %s GPU-hours > %s allowed for one array",
+                                job.array_tasks, text::num(one, 1).c_str(), text::num(all, 0).c_str(),
+                                text::num(acap).c_str()) + how))
+          new_time = capped;
+        j.ask(std::nullopt, capped);
+        return std::min(one, acap / job.array_tasks);
+      }
+    }
+    return one;
+  };
   const bool spot = part->capacity == Capacity::spot;
 
   // One GPU type per job, the partition's.
@@ -170,7 +212,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                                        job.gpu_type + "'");
   }
   const bool fast_fabric = part->fabric == Fabric::efa || part->fabric == Fabric::ib;
-  std::optional<int> new_gpus, new_nodes, new_time;
+  double granted = 0;
 
   if (!job.has_intent()) {
     // Judged on the request itself: GPUs x time limit.
@@ -196,14 +238,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
         new_gpus = 1, new_nodes = 1, new_time = one;
       j.ask(1, one);
     }
-    if (j.on(RuleId::max_job_gpu_hours) && gpu_hours > j.threshold(RuleId::max_job_gpu_hours)) {
-      const int capped = std::max(1, static_cast<int>(j.threshold(RuleId::max_job_gpu_hours) / gpus * 60));
-      if (j.fire(RuleId::max_job_gpu_hours, text::format("%s GPU-hours > %s allowed for one job",
-                                                         text::num(gpu_hours, 0).c_str(),
-                                                         text::num(j.threshold(RuleId::max_job_gpu_hours)).c_str())))
-        new_time = capped;
-      j.ask(std::nullopt, capped);
-    }
+    granted = check_caps(0);
     if (j.on(RuleId::checkpoint_required_gpu_hours) &&
         (spot || gpu_hours >= j.threshold(RuleId::checkpoint_required_gpu_hours))) {
       if (j.fire(RuleId::checkpoint_required_gpu_hours,
@@ -219,17 +254,17 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
   } else {
     // Judged on the intent: plan the training, compare with one GPU.
     if (job.model.empty())
-      return reject_input("--train-model", Error{"tokens or hours given without a model", "", 0, "",
-                                                 "add --train-model (e.g. 350M or llama2-7b)"});
+      return judged(reject_input("--train-model", Error{"tokens or hours given without a model", "", 0, "",
+                                                 "add --train-model (e.g. 350M or llama2-7b)"}));
     auto model = parse_model_spec(job.model, policy.catalog);
-    if (!model) return reject_input("--train-model", model.error());
+    if (!model) return judged(reject_input("--train-model", model.error()));
     if (!(job.tokens >= 0 && job.tokens <= 1e18) || !(job.single_gpu_hours >= 0 && job.single_gpu_hours <= 87840) ||
         !(job.deadline_hours >= 0 && job.deadline_hours <= 87840))
-      return reject_input("--train-* options", Error{"tokens, hours or deadline out of range", "", 0, "", ""});
+      return judged(reject_input("--train-* options", Error{"tokens, hours or deadline out of range", "", 0, "", ""}));
     Pins pins;
     if (!job.strategy.empty() && job.strategy != "auto") {
       auto s = parse_strategy(job.strategy);
-      if (!s) return reject_input("--train-strategy", s.error());
+      if (!s) return judged(reject_input("--train-strategy", s.error()));
       if (s.value() != "auto") pins.strategy = strategy_from_string(s.value()).value();
     }
     Hardware hw;
@@ -371,9 +406,6 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
           d.rewrite.partition = twin->name;
         if (twin) j.ask_partition = twin->name;
       }
-      if (j.on(RuleId::max_job_gpu_hours) && chosen.gpu_hours > j.threshold(RuleId::max_job_gpu_hours))
-        j.fire(RuleId::max_job_gpu_hours, text::num(chosen.gpu_hours, 0) + " GPU-hours > " +
-                                              text::num(j.threshold(RuleId::max_job_gpu_hours)) + " allowed for one job");
       if (j.on(RuleId::checkpoint_required_gpu_hours) &&
           (spot || chosen.gpu_hours >= j.threshold(RuleId::checkpoint_required_gpu_hours))) {
         const std::string why = spot ? "spot partition" : text::num(chosen.gpu_hours, 0) + " GPU-hours >= " +
@@ -395,6 +427,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
           new_time = need;
         j.ask(std::nullopt, need);
       }
+      granted = check_caps(chosen.gpu_hours);
       {
         Goals explain = goals;
         explain.explain = true;
@@ -404,6 +437,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       add_plan_env(d, chosen, job);
       d.plan_json = to_json(chosen);
     }
+    if (!have_plan) granted = check_caps(0);
     // Summary and message built below from the chosen plan.
     d.action = j.max_action;
     if (d.action == Action::rewrite) {
@@ -454,6 +488,11 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     if (new_time && *new_time != limit) d.rewrite.time_limit_min = *new_time;
   }
   if (d.action == Action::rewrite && d.rewrite.empty()) d.action = Action::warn;  // nothing to change after all
+  if (d.action != Action::reject) {
+    d.bound_max_nodes = env.bound_max_nodes;
+    d.bound_time_min = env.bound_time_min;
+    d.granted_gpu_hours = granted;
+  }
   if (d.summary.empty())
     d.summary = text::format("scaleguard: %s: %d GPU(s) x %s h = %s GPU-hours in %s", to_string(d.action), gpus,
                              text::num(hours).c_str(), text::num(gpus * hours, 1).c_str(), part->name.c_str());
@@ -462,6 +501,86 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
   }
   if ((j.ask_gpus || j.ask_time || j.ask_partition) && d.action != Action::accept) d.message += " Ask for instead:" + j.ask_text() + ".";
+  return judged(d);
+}
+
+Decision not_governed(const std::string& names) {
+  Decision d;
+  d.summary = "scaleguard: accept: partition " + names + " is not governed by the policy";
+  d.message = d.summary;
+  return d;
+}
+
+// One partition, or each of a comma list: a job may start in any partition listed, so it is
+// kept only in those that accept it (the list is rewritten) and bounded by the tightest.
+Decision decide_impl(const JobRequest& job, const Policy& policy) {
+  std::vector<std::string> names;
+  for (auto& n : text::split(job.partition, ','))
+    if (!n.empty()) names.push_back(n);
+  if (names.size() > 32)
+    return reject_input("--partition", Error{"more than 32 partitions listed", "", 0, "", "list at most 32"});
+  if (names.empty()) {
+    const Partition* def = policy.default_partition();
+    return def ? decide_in(job, policy, def) : not_governed("(default)");
+  }
+  if (names.size() == 1) {
+    const Partition* part = policy.find_partition(names[0]);
+    return part ? decide_in(job, policy, part) : not_governed(names[0]);
+  }
+  std::vector<std::string> kept, refused;
+  std::optional<Decision> first;  // the first governed partition that accepts: its plan is the job's
+  std::optional<Decision> first_refusal;
+  std::string refusals;
+  for (const auto& name : names) {
+    const Partition* part = policy.find_partition(name);
+    if (!part) {
+      kept.push_back(name);
+      continue;
+    }
+    JobRequest one = job;
+    one.partition = name;
+    Decision d = decide_in(one, policy, part);
+    const bool same_shape = !first || (d.rewrite.gpus_total == first->rewrite.gpus_total &&
+                                       d.rewrite.gpus_per_node == first->rewrite.gpus_per_node &&
+                                       d.rewrite.nodes == first->rewrite.nodes);
+    if (d.action == Action::reject || !same_shape) {
+      refused.push_back(name);
+      refusals += " In " + name + ": " + (d.action == Action::reject ? d.message : "it would change the job differently (" + d.summary + ")");
+      if (!first_refusal) first_refusal = d;
+      continue;
+    }
+    kept.push_back(name);
+    if (!first) {
+      first = d;
+      continue;
+    }
+    // The job runs under one time limit and node bound: the tightest of the partitions kept.
+    auto tighter = [](std::optional<int>& a, const std::optional<int>& b) {
+      if (b && (!a || *b < *a)) a = b;
+    };
+    tighter(first->bound_time_min, d.bound_time_min);
+    tighter(first->bound_max_nodes, d.bound_max_nodes);
+    if (d.rewrite.time_limit_min && first->rewrite.time_limit_min && *d.rewrite.time_limit_min < *first->rewrite.time_limit_min)
+      first->rewrite.time_limit_min = d.rewrite.time_limit_min;
+    first->shadow = first->shadow && d.shadow;
+  }
+  if (!first && !first_refusal) return not_governed(job.partition);
+  if (kept.empty()) {
+    Decision d = *first_refusal;
+    d.message = "scaleguard: refused in every partition listed (" + job.partition + ")." + refusals;
+    return d;
+  }
+  Decision d = first ? *first : not_governed(job.partition);
+  if (!first) {  // only ungoverned partitions accept: keep the refusal's numbers for the record
+    d.governed = true, d.envelope = first_refusal->envelope, d.shadow = first_refusal->shadow;
+  }
+  if (!refused.empty()) {
+    std::string list;
+    for (const auto& k : kept) list += (list.empty() ? "" : ",") + k;
+    d.rewrite.partition = list;
+    d.action = Action::rewrite;
+    d.message += " Partition list rewritten to " + list + " (refused elsewhere)." + refusals;
+  }
   return d;
 }
 

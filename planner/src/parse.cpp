@@ -1,5 +1,6 @@
 // Value parsers shared by the CLI, the config loaders and both Slurm plugins: bounded,
 // locale-free (std::from_chars), no exceptions.
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -156,41 +157,91 @@ Result<std::string> parse_strategy(const std::string& raw) {
   return value_error("unknown strategy '" + raw + "'", hint);
 }
 
-Result<GpuTres> parse_gpu_tres(const std::string& raw) {
+namespace {
+
+// A GRES count the way Slurm reads it (gres.c _is_valid_number): decimal digits with an
+// optional k/m/g/t/p suffix (x1024 each step). kind: 1 = a count, 0 = not a number (Slurm then
+// reads the field as a type), -1 = looks numeric but Slurm would read it differently from us
+// (sign, spaces, overflow): refused rather than guessed.
+int slurm_count(const std::string& f, long long* out) {
+  if (f.empty()) return 0;
+  const unsigned char c0 = static_cast<unsigned char>(f[0]);
+  if (c0 == '+' || c0 == '-' || std::isspace(c0)) return -1;
+  if (!std::isdigit(c0)) return 0;
+  size_t i = 0;
+  long long v = 0;
+  for (; i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])); ++i) {
+    if (v > 1000000000LL) return -1;  // far beyond any real count: refuse, never wrap
+    v = v * 10 + (f[i] - '0');
+  }
+  const std::string suffix = f.substr(i);
+  long long mult = 1;
+  if (suffix.empty()) mult = 1;
+  else if (suffix.size() == 1) {
+    switch (std::tolower(static_cast<unsigned char>(suffix[0]))) {
+      case 'k': mult = 1LL << 10; break;
+      case 'm': mult = 1LL << 20; break;
+      case 'g': mult = 1LL << 30; break;
+      case 't': mult = 1LL << 40; break;
+      case 'p': mult = 1LL << 50; break;
+      default: return 0;  // "1x": Slurm reads a type
+    }
+  } else {
+    return 0;
+  }
+  if (v > 0 && mult > (1LL << 40) / v) return -1;
+  *out = v * mult;
+  return 1;
+}
+
+long long ceil_div(long long a, long long b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+}  // namespace
+
+Result<GpuTres> parse_gpu_tres(const std::string& raw, const SharedGpuGres& shared) {
   const std::string hint = "write gres:gpu:N, gres:gpu:TYPE:N, gres/gpu:N or gpu:TYPE:N";
   if (raw.size() > 4096 || text::has_control(raw)) return value_error("malformed TRES string", hint);
   GpuTres out;
+  long long total = 0;
   for (auto item : text::split(raw, ',')) {
     if (item.empty()) continue;
     if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) item = item.substr(5);
-    if (item.rfind("gpu", 0) != 0 || (item.size() > 3 && item[3] != ':' && item[3] != '=')) continue;
-    // gpu | gpu:N | gpu:TYPE | gpu:TYPE:N | gpu=N
-    auto fields = text::split(item.size() > 3 ? item.substr(4) : std::string(), ':');
-    if (item.size() == 3) fields.clear();
+    // NAME | NAME:N | NAME:TYPE | NAME:TYPE:N | NAME=N, for gpu and the shared GPU GRES.
+    const auto name_end = item.find_first_of(":=");
+    const std::string name = item.substr(0, name_end);
+    long long per_gpu = 0;  // units of this GRES that make one GPU; 0 = not a GPU
+    if (name == "gpu") per_gpu = 1;
+    else if (name == "shard") per_gpu = shared.shard_per_gpu;
+    else if (name == "mps") per_gpu = shared.mps_per_gpu;
+    if (per_gpu <= 0) continue;
+    auto fields = name_end == std::string::npos ? std::vector<std::string>{}
+                                                : text::split(item.substr(name_end + 1), ':');
     std::string type;
     long long count = 1;
     if (fields.size() > 2) return value_error("'" + item + "' has too many ':' fields", hint);
-    if (!fields.empty()) {
-      auto n = parse_integer(fields.back());
-      if (n) {
-        count = *n;
-        if (fields.size() == 2) type = fields[0];
-      } else {
-        if (fields.size() == 2) return value_error("'" + item + "' has a bad GPU count", hint);
-        type = fields[0];  // gpu:TYPE means one GPU of that type
-      }
-    }
-    if (count < 0 || count > 100000) return value_error("'" + item + "': GPU count out of range", hint);
     for (const auto& f : fields)
       if (f.empty() || f.size() > 64) return value_error("'" + item + "': empty or overlong field", hint);
-    if (!type.empty() && !out.type.empty() && !text::iequals(type, out.type)) {
-      out.type += "," + type;  // several types: the one_gpu_type rule judges it
-    } else if (!type.empty() && out.type.empty()) {
-      out.type = type;
+    if (!fields.empty()) {
+      const int kind = slurm_count(fields.back(), &count);
+      if (kind < 0) return value_error("'" + item + "' has a count Slurm would read differently", hint);
+      if (kind == 0) {
+        if (fields.size() == 2) return value_error("'" + item + "' has a bad GPU count", hint);
+        count = 1;
+        type = fields[0];  // gpu:TYPE means one GPU of that type
+      } else if (fields.size() == 2) {
+        type = fields[0];
+      }
     }
-    out.count += static_cast<int>(count);
-    if (out.count > 100000) return value_error("GPU count out of range", hint);
+    if (count > 100000LL * per_gpu) return value_error("'" + item + "': GPU count out of range", hint);
+    if (name == "gpu" && !type.empty()) {
+      if (!out.type.empty() && !text::iequals(type, out.type)) out.type += "," + type;  // one_gpu_type judges it
+      else if (out.type.empty()) out.type = type;
+    }
+    // A shared GRES counts as the GPUs it takes a share of, rounded up (policy shared_gpu_gres).
+    total += ceil_div(count, per_gpu);
+    if (total > 100000) return value_error("GPU count out of range", hint);
   }
+  out.count = static_cast<int>(total);
   return out;
 }
 

@@ -35,6 +35,7 @@ const char* to_string(RuleId r) {
     case RuleId::max_comm_ratio: return "max_comm_ratio";
     case RuleId::min_doubling_speedup: return "min_doubling_speedup";
     case RuleId::max_job_gpu_hours: return "max_job_gpu_hours";
+    case RuleId::max_array_gpu_hours: return "max_array_gpu_hours";
     case RuleId::checkpoint_required_gpu_hours: return "checkpoint_required_gpu_hours";
     case RuleId::time_limit_fits: return "time_limit_fits";
     case RuleId::count_: break;
@@ -73,6 +74,7 @@ Rules default_rules() {
   set(RuleId::max_comm_ratio, 0.2, Action::rewrite);
   set(RuleId::min_doubling_speedup, 1.5, Action::rewrite);
   set(RuleId::max_job_gpu_hours, 100000, Action::reject);
+  set(RuleId::max_array_gpu_hours, 100000, Action::reject);
   set(RuleId::checkpoint_required_gpu_hours, 100, Action::rewrite);
   set(RuleId::time_limit_fits, 0, Action::warn);
   return r;
@@ -156,6 +158,40 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
 }
 
+Result<bool> parse_mode(const ini::File& f, const std::string& section, bool& shadow) {
+  for (const auto& e : f.entries) {
+    if (e.section != section || e.key != "mode") continue;
+    const std::string v = text::lower(text::trim(e.value));
+    if (v == "shadow") shadow = true;
+    else if (v == "enforce") shadow = false;
+    else return f.error_at(e, "unknown mode '" + e.value + "'", "enforce (judge and act) or shadow (judge and log only)");
+  }
+  return true;
+}
+
+// "shard:8, mps:100": how many units of each shared GPU GRES make one GPU; "off" ignores them.
+Result<bool> parse_shared_gres(const ini::File& f, const std::string& value, SharedGpuGres& out) {
+  const ini::Entry* at = nullptr;
+  for (const auto& e : f.entries)
+    if (e.section.empty() && e.key == "shared_gpu_gres") at = &e;
+  if (!at) return true;
+  out = SharedGpuGres{0, 0};
+  if (text::lower(text::trim(value)) == "off") return true;
+  const std::string forms = "write shard:UNITS_PER_GPU, mps:UNITS_PER_GPU (e.g. shard:1, mps:100) or off";
+  for (auto item : text::split(value, ',')) {
+    item = text::trim(item);
+    if (item.empty()) continue;
+    auto colon = item.find(':');
+    auto n = colon == std::string::npos ? std::nullopt : parse_integer(item.substr(colon + 1));
+    if (!n || *n < 1 || *n > 1000000) return f.error_at(*at, "malformed shared GRES '" + item + "'", forms);
+    const std::string name = item.substr(0, colon);
+    if (name == "shard") out.shard_per_gpu = static_cast<int>(*n);
+    else if (name == "mps") out.mps_per_gpu = static_cast<int>(*n);
+    else return f.error_at(*at, "unknown shared GPU GRES '" + name + "'", forms);
+  }
+  return true;
+}
+
 Result<int> time_key(const ini::File& f, const std::string& section, const std::string& key, int& out) {
   for (const auto& e : f.entries) {
     if (e.section != section || e.key != key) continue;
@@ -178,7 +214,7 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
     policy->rules = default_rules();
 
     // Global keys.
-    std::string catalog_path, roots;
+    std::string catalog_path, roots, mode, trusted, shared_gres;
     double mtbf = 0;
     auto ok = ini::bind(f, "", 1, {
         {"catalog", ini::Field::text, &catalog_path, 0, 0, false, "path of the catalog, relative to this file"},
@@ -186,8 +222,28 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
         {"node_mtbf_hours", ini::Field::number, &mtbf, 1, 1e7, false, "hours"},
         {"signal_before_s", ini::Field::integer, &policy->signal_before_s, 10, 86400, false, "seconds"},
         {"max_zero_stage", ini::Field::integer, &policy->max_zero_stage, 0, 3, false,
-         "0-3: 1 for scaleguard-run (ZeRO-1), 3 for a DeepSpeed/FSDP runner"}});
+         "0-3: 1 for scaleguard-run (ZeRO-1), 3 for a DeepSpeed/FSDP runner"},
+        {"mode", ini::Field::text, &mode, 0, 0, false, "enforce or shadow"},
+        {"trusted_users", ini::Field::text, &trusted, 0, 0, false, "comma list of user names or uids, e.g. root,slurm"},
+        {"audit_file", ini::Field::text, &policy->audit_file, 0, 0, false, "absolute path of a JSON-lines file"},
+        {"shared_gpu_gres", ini::Field::text, &shared_gres, 0, 0, false, "shard:N, mps:N or off"}});
     if (!ok) return ok.error();
+    if (auto r = parse_mode(f, "", policy->shadow); !r) return r.error();
+    if (auto r = parse_shared_gres(f, shared_gres, policy->shared_gres); !r) return r.error();
+    for (auto& u : text::split(trusted, ',')) {
+      u = text::trim(u);
+      if (u.empty()) continue;
+      if (u.size() > 64 || u.find_first_of(" \t/") != std::string::npos)
+        for (const auto& e : f.entries)
+          if (e.section.empty() && e.key == "trusted_users")
+            return f.error_at(e, "malformed user '" + u + "'", "user names or numeric uids, comma separated");
+      policy->trusted_users.push_back(u);
+    }
+    if (!policy->audit_file.empty() &&
+        (policy->audit_file.front() != '/' || policy->audit_file.find("..") != std::string::npos))
+      for (const auto& e : f.entries)
+        if (e.section.empty() && e.key == "audit_file")
+          return f.error_at(e, "audit_file must be an absolute path without '..'", "e.g. /var/log/slurm/scaleguard-audit.jsonl");
     policy->node_mtbf_hours = mtbf;
     for (auto& r : text::split(roots, ',')) {
       if (r.empty()) continue;
@@ -235,6 +291,8 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
       if (sec.name.empty()) return head.message = "partition without a name", head.hint = "write [partition gpu-od]", head;
       Partition part;
       part.name = sec.name;
+      part.shadow = policy->shadow;
+      std::string part_mode;
       std::string capacity = "on-demand", fabric = "efa", dtime, mtime;
       std::vector<ini::Field> fields = {
           {"instance", ini::Field::text, &part.instance, 0, 0, true, "an [instance NAME] of the catalog"},
@@ -242,7 +300,10 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
           {"fabric", ini::Field::text, &fabric, 0, 0, false, "efa, ib, ethernet or none"},
           {"default_time", ini::Field::text, &dtime, 0, 0, false, "Slurm time, e.g. 1:00:00"},
           {"max_time", ini::Field::text, &mtime, 0, 0, false, "Slurm time, e.g. 2-00:00:00"},
-          {"default", ini::Field::yes_no, &part.is_default, 0, 0, false, "yes or no"}};
+          {"default", ini::Field::yes_no, &part.is_default, 0, 0, false, "yes or no"},
+          {"max_nodes", ini::Field::integer, &part.max_nodes, 1, 100000, false, "nodes in the partition (its MaxNodes or size)"},
+          {"exclusive", ini::Field::yes_no, &part.exclusive, 0, 0, false, "yes when slurm.conf says OverSubscribe=EXCLUSIVE"},
+          {"mode", ini::Field::text, &part_mode, 0, 0, false, "enforce or shadow"}};
       // Rule overrides are checked by apply_rules; bind() must not call them unknown.
       std::string ignored[kRuleCount];
       for (int i = 0; i < kRuleCount; ++i)
@@ -253,6 +314,7 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
           if (e.section == h && e.key == key) return &e;
         return nullptr;
       };
+      if (auto r = parse_mode(f, h, part.shadow); !r) return r.error();
       if (capacity == "spot") part.capacity = Capacity::spot;
       else if (capacity != "on-demand") return f.error_at(*entry("capacity"), "unknown capacity '" + capacity + "'", "on-demand or spot");
       if (fabric == "efa") part.fabric = Fabric::efa;
@@ -299,6 +361,16 @@ std::string describe(const Policy& p) {
   const double mtbf = p.node_mtbf_hours > 0 ? p.node_mtbf_hours : p.catalog.assumptions.node_mtbf_hours;
   out += "node MTBF " + text::num(mtbf, 0) + " h, signal " + std::to_string(p.signal_before_s) + " s before the end\n";
   out += "plans use ZeRO stages up to " + std::to_string(p.max_zero_stage) + " (max_zero_stage)\n";
+  out += std::string("mode ") + (p.shadow ? "shadow (judge and log, change nothing)" : "enforce") + "\n";
+  out += "shared GPU GRES: " +
+         (p.shared_gres.shard_per_gpu > 0 ? "shard:" + std::to_string(p.shared_gres.shard_per_gpu) : std::string("shard ignored")) +
+         ", " + (p.shared_gres.mps_per_gpu > 0 ? "mps:" + std::to_string(p.shared_gres.mps_per_gpu) : std::string("mps ignored")) + "\n";
+  if (!p.trusted_users.empty()) {
+    out += "trusted for updates:";
+    for (const auto& u : p.trusted_users) out += " " + u;
+    out += "\n";
+  }
+  if (!p.audit_file.empty()) out += "audit file " + p.audit_file + "\n";
   for (const auto& part : p.partitions) {
     out += "\n[partition " + part.name + "]" + (part.is_default ? " (default)" : "") + "\n";
     const double price = part.capacity == Capacity::spot ? part.inst.spot : part.inst.on_demand;
@@ -306,7 +378,9 @@ std::string describe(const Policy& p) {
            to_string(part.capacity) + text::format(" $%.2f/h ($%.3f per GPU-hour), fabric ", price, price / part.inst.gpus) +
            to_string(part.fabric) + "\n";
     out += "  default_time " + std::to_string(part.default_time_min) + " min, max_time " +
-           (part.max_time_min > 0 ? std::to_string(part.max_time_min) + " min" : std::string("none")) + "\n";
+           (part.max_time_min > 0 ? std::to_string(part.max_time_min) + " min" : std::string("none")) +
+           (part.max_nodes > 0 ? ", max_nodes " + std::to_string(part.max_nodes) : std::string()) +
+           (part.exclusive ? ", exclusive nodes" : "") + (part.shadow != p.shadow ? (part.shadow ? ", mode shadow" : ", mode enforce") : "") + "\n";
     for (int i = 0; i < kRuleCount; ++i) {
       const Rule& r = part.rules[i];
       const auto id = static_cast<RuleId>(i);

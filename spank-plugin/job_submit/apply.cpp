@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "record.h"
 #include "text.h"
 
 namespace sg_slurm {
@@ -119,10 +120,46 @@ void set_env(char*** env, uint32_t* size, const std::string& name, const std::st
   ++*size;
 }
 
-void annotate(const Decision& d, job_desc_msg_t* job) {
-  std::string ours = one_line(tagged(d.summary), kMaxComment);
-  std::string comment = job->comment ? one_line(job->comment, kMaxComment) : "";
-  replace(&job->comment, comment.empty() ? ours : comment + " | " + ours);
+// Writes the bounds that keep the job inside what was judged: a time limit where the job had
+// none (or UNLIMITED), a node maximum where Slurm would choose the count. Returns what changed.
+std::string bound_job(const Decision& d, job_desc_msg_t* job) {
+  std::string changed;
+  if (d.bound_time_min && (job->time_limit == NO_VAL || job->time_limit == INFINITE)) {
+    job->time_limit = static_cast<uint32_t>(*d.bound_time_min);
+    if (job->time_min != NO_VAL && job->time_min > job->time_limit) job->time_min = job->time_limit;
+    changed = "time limit set to " + std::to_string(*d.bound_time_min) + " min";
+  }
+  if (d.bound_max_nodes && (job->max_nodes == NO_VAL || job->max_nodes == 0 ||
+                            job->max_nodes > static_cast<uint32_t>(*d.bound_max_nodes))) {
+    job->max_nodes = static_cast<uint32_t>(*d.bound_max_nodes);
+    if (job->min_nodes != NO_VAL && job->min_nodes > job->max_nodes) job->min_nodes = job->max_nodes;
+    changed += (changed.empty() ? "" : ", ") + std::string("at most ") + std::to_string(*d.bound_max_nodes) + " node(s)";
+  }
+  return changed;
+}
+
+// The request as the job holds it once the decision is applied (what job_modify reads back).
+scaleguard::JobRequest as_applied(scaleguard::JobRequest r, const Decision& d) {
+  const auto& rw = d.rewrite;
+  if (d.action == Action::rewrite) {
+    if (rw.gpus_total) r.gpus_total = *rw.gpus_total, r.gpus_per_node = r.gpus_per_task = r.gpus_per_socket = 0;
+    if (rw.gpus_per_node) r.gpus_per_node = *rw.gpus_per_node, r.gpus_total = r.gpus_per_task = r.gpus_per_socket = 0;
+    if (rw.nodes) r.nodes_min = r.nodes_max = *rw.nodes;
+    if (rw.time_limit_min) r.time_limit_min = *rw.time_limit_min;
+    if (rw.partition) r.partition = *rw.partition;
+  }
+  if (d.bound_time_min && r.time_limit_min <= 0) r.time_limit_min = *d.bound_time_min;
+  if (d.bound_max_nodes && (r.nodes_max <= 0 || r.nodes_max > *d.bound_max_nodes)) r.nodes_max = *d.bound_max_nodes;
+  if (r.nodes_min > r.nodes_max && r.nodes_max > 0) r.nodes_min = r.nodes_max;
+  return r;
+}
+
+void annotate(const Decision& d, const scaleguard::JobRequest& applied, const std::string& id,
+              job_desc_msg_t* job) {
+  // AdminComment: users cannot edit it, so neither the report nor job_modify reads a forgery.
+  replace(&job->admin_comment,
+          annotated_admin_comment(job->admin_comment ? std::string(job->admin_comment, strnlen(job->admin_comment, 4096)) : "",
+                                  tagged(d.summary), encode_record(id, applied)));
   const bool batch = job->environment != nullptr && job->env_size > 0;
   for (const auto& [name, raw] : d.plan_env) {
     std::string value = one_line(raw, 512);
@@ -139,32 +176,35 @@ void annotate(const Decision& d, job_desc_msg_t* job) {
 
 }  // namespace
 
-int apply_decision(const Decision& d, job_desc_msg_t* job, char** err_msg) {
+Applied apply_decision(const Decision& d, const scaleguard::JobRequest& request, const std::string& id,
+                       job_desc_msg_t* job, char** err_msg) {
+  Applied out;
+  if (d.shadow) return out;  // shadow mode: judged and logged by the caller, nothing changes
   if (d.action == Action::reject) {
     *err_msg = xstr(tagged(d.message));
-    return ESLURM_ACCOUNTING_POLICY;
+    out.rc = kRefused;
+    return out;
   }
   std::string text = tagged(d.summary);
   if (d.action == Action::rewrite) {
-    std::string changed = rewrite_job(d.rewrite, job);
-    text = "scaleguard: job rewritten (" + changed + "): " + untagged(d.message);
+    out.changes = rewrite_job(d.rewrite, job);
+    text = "scaleguard: job rewritten (" + out.changes + "): " + untagged(d.message);
   } else if (d.action == Action::warn) {
     text += " | warning: " + untagged(d.message);
   }
-  annotate(d, job);
+  if (!d.governed) return out;  // no plan, nothing to record: the partition is not ours
+  if (std::string bounded = bound_job(d, job); !bounded.empty()) {
+    out.changes += (out.changes.empty() ? "" : ", ") + bounded;
+    text += " | " + bounded + " (the most that was judged)";
+  }
+  annotate(d, as_applied(request, d), id, job);
   *err_msg = xstr(text);
-  return SLURM_SUCCESS;
+  return out;
 }
 
-int apply_to_update(const Decision& d, const std::string& job, uint32_t submit_uid) {
-  if (d.action == Action::reject) {
-    slurm_info("job_submit/scaleguard: update of job %s by uid %u refused: %s", job.c_str(),
-               submit_uid, one_line(d.message, kMaxMessage).c_str());
-    return ESLURM_ACCOUNTING_POLICY;
-  }
-  slurm_info("job_submit/scaleguard: update of job %s by uid %u: %s", job.c_str(), submit_uid,
-             one_line(d.summary, kMaxMessage).c_str());
-  return SLURM_SUCCESS;
+std::string record_after_update(const scaleguard::JobRequest& merged, const std::string& id,
+                                const std::string& summary, const std::string& existing) {
+  return annotated_admin_comment(existing, tagged(summary), encode_record(id, merged));
 }
 
 }  // namespace sg_slurm

@@ -1,15 +1,22 @@
 // job_submit/scaleguard: the Slurm entry points. slurmctld calls job_submit() for every
-// sbatch, srun, salloc, `sbatch --test-only` and scrontab submission and job_modify() for
-// updates; both ask the planner's decide() with the site policy and apply its decision.
-// No exception crosses into slurmctld: every entry point catches everything.
+// sbatch, srun, salloc, `sbatch --test-only` and scrontab submission (once per het job
+// component) and job_modify() for updates; both ask the planner's decide() with the site
+// policy and apply its decision. No exception crosses into slurmctld.
+#include <pwd.h>
+
+#include <algorithm>
+#include <cstring>
 #include <exception>
 #include <memory>
 
 #include "apply.h"
+#include "audit.h"
 #include "policy.h"
+#include "record.h"
 #include "request.h"
 #include "settings.h"
 #include "slurm_api.h"
+#include "slurm_shim.h"
 #include "text.h"
 
 // The plugin is built with hidden visibility; these are the symbols slurmctld looks up.
@@ -26,8 +33,20 @@ SG_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32
 
 namespace {
 
+using scaleguard::Action;
+
 // Created in init(), destroyed in fini(); slurmctld calls neither concurrently with jobs.
 std::unique_ptr<sg_slurm::PolicyHolder> g_policy;
+
+// A het job's components reach job_submit one after another, in order, in one slurmctld
+// thread (proc_req.c loops over them under one lock): the sum of the components judged so far
+// is kept per thread, so the last component is judged with the whole job's GPU-hours.
+struct HetSum {
+  uint32_t uid = 0;
+  int next = 0;
+  double gpu_hours = 0;
+};
+thread_local HetSum t_het;
 
 int internal_error(const char* where, const char* what, char** err_msg) {
   slurm_error("job_submit/scaleguard: %s: internal error: %s", where, what);
@@ -35,20 +54,169 @@ int internal_error(const char* where, const char* what, char** err_msg) {
   return SLURM_ERROR;
 }
 
+scaleguard::Decision input_refusal(const std::string& message) {
+  scaleguard::Decision d;
+  d.action = Action::reject;
+  d.governed = true;
+  d.rules.push_back({"input", Action::reject, message});
+  d.message = message;
+  return d;
+}
+
 // A submission with GPUs but no judgement would bypass the policy: refuse on any failure.
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return internal_error("job_submit", "no policy loaded", err_msg);
+  sg_slurm::AuditEntry entry;
+  entry.id = sg_slurm::new_decision_id();
+  entry.event = "submit";
+  entry.uid = job->user_id != NO_VAL ? job->user_id : submit_uid;
+  entry.partition = job->partition ? sg_slurm::one_line(job->partition, 256) : "";
   scaleguard::JobRequest request;
   sg_slurm::RequestError error{};
   if (!sg_slurm::read_request(*job, submit_uid, *policy, &request, &error)) {
+    auto d = input_refusal(error.message);
+    entry.decision = &d, entry.message = error.message;
+    sg_slurm::record_decision(*policy, entry);
     *err_msg = sg_slurm::xstr(error.message);
     return error.code;
   }
+  entry.array_tasks = std::max(1, request.array_tasks);
+  if (request.het_component > 0 && (t_het.uid != entry.uid || t_het.next != request.het_component)) {
+    auto d = input_refusal("scaleguard: het job component " + std::to_string(request.het_component) +
+                           " arrived without the components before it; submit the het job again");
+    entry.decision = &d, entry.message = d.message;
+    sg_slurm::record_decision(*policy, entry);
+    *err_msg = sg_slurm::xstr(d.message);
+    return sg_slurm::kRefused;
+  }
+  if (request.het_component == 0) t_het = HetSum{entry.uid, 0, 0};
+  if (request.het_component >= 0) request.het_prior_gpu_hours = t_het.gpu_hours;
+
   auto decision = scaleguard::decide(request, *policy);
-  slurm_debug("job_submit/scaleguard: uid %u: %s: %s", submit_uid,
-              scaleguard::to_string(decision.action), decision.summary.c_str());
-  return sg_slurm::apply_decision(decision, job, err_msg);
+  if (request.het_component >= 0) {
+    t_het.next = request.het_component + 1;
+    t_het.gpu_hours += decision.action == Action::reject ? 0 : decision.granted_gpu_hours;
+  }
+  auto applied = sg_slurm::apply_decision(decision, request, entry.id, job, err_msg);
+  entry.decision = &decision;
+  entry.changes = applied.changes;
+  entry.message = decision.action == Action::reject ? decision.message : decision.summary;
+  if (decision.governed || decision.action == Action::reject) sg_slurm::record_decision(*policy, entry);
+  return applied.rc;
+}
+
+// --- updates ---------------------------------------------------------------------------------
+
+// Root, SlurmUser and the policy's trusted_users may change jobs without being judged.
+bool trusted(const scaleguard::Policy& policy, uint32_t uid) {
+  if (uid == 0 || uid == slurm_conf.slurm_user_id) return true;
+  if (policy.trusted_users.empty()) return false;
+  std::string name;
+  passwd pw{}, *out = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &out) == 0 && out && out->pw_name) name = out->pw_name;
+  for (const auto& u : policy.trusted_users)
+    if (u == std::to_string(uid) || (!name.empty() && u == name)) return true;
+  return false;
+}
+
+// Whether an update touches anything that can grow what Slurm may grant the job.
+bool can_grow(const job_desc_msg_t& u) {
+  return u.min_nodes != NO_VAL || u.max_nodes != NO_VAL || u.num_tasks != NO_VAL ||
+         u.ntasks_per_node != NO_VAL16 || u.sockets_per_node != NO_VAL16 || u.time_limit != NO_VAL ||
+         u.partition || u.tres_per_job || u.tres_per_node || u.tres_per_task || u.tres_per_socket ||
+         u.shared != NO_VAL16 || u.req_nodes || u.features || u.array_inx;
+}
+
+// The judged request with an update laid over it. Each size may only grow in what is judged
+// (the larger of before and after), so a refused or partly applied update can never leave the
+// record below what the job may really get.
+scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobRequest& u) {
+  auto grow = [](int& a, int b) {
+    if (b > a) a = b;
+  };
+  grow(r.gpus_total, u.gpus_total), grow(r.gpus_per_node, u.gpus_per_node);
+  grow(r.gpus_per_task, u.gpus_per_task), grow(r.gpus_per_socket, u.gpus_per_socket);
+  grow(r.nodes_min, u.nodes_min), grow(r.nodes_max, u.nodes_max), grow(r.ntasks, u.ntasks);
+  grow(r.ntasks_per_node, u.ntasks_per_node), grow(r.sockets_per_node, u.sockets_per_node);
+  grow(r.nodes_listed, u.nodes_listed);
+  if (u.time_limit_min < 0 || (r.time_limit_min > 0 && u.time_limit_min > r.time_limit_min))
+    r.time_limit_min = u.time_limit_min;
+  if (!u.gpu_type.empty()) r.gpu_type = u.gpu_type;
+  if (!u.partition.empty()) r.partition = u.partition;
+  r.exclusive = r.exclusive || u.exclusive;
+  return r;
+}
+
+int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid) {
+  auto policy = g_policy ? g_policy->current() : nullptr;
+  if (!policy) return internal_error("job_modify", "no policy loaded", nullptr);
+  if (!can_grow(*update) || trusted(*policy, uid)) return SLURM_SUCCESS;
+  const std::string job = update->job_id_str ? sg_slurm::one_line(update->job_id_str, 64)
+                          : update->job_id != NO_VAL ? std::to_string(update->job_id)
+                                                     : "?";
+  sg_slurm::AuditEntry entry;
+  entry.id = sg_slurm::new_decision_id();
+  entry.event = "update";
+  entry.job = job;
+  entry.uid = uid;
+  entry.partition = update->partition ? sg_slurm::one_line(update->partition, 256) : "";
+  auto refuse = [&](scaleguard::Decision d) {
+    entry.decision = &d, entry.message = d.message;
+    sg_slurm::record_decision(*policy, entry);
+    return sg_slurm::kRefused;
+  };
+  scaleguard::JobRequest change;
+  sg_slurm::RequestError error{};
+  if (!sg_slurm::read_request(*update, uid, *policy, &change, &error)) return refuse(input_refusal(error.message));
+
+  char** slot = sg_shim::admin_comment_slot(job_ptr);
+  if (!slot) return refuse(input_refusal("scaleguard: this Slurm's job record is not one the plugin can read; "
+                                         "an administrator must make this change"));
+  const std::string existing = *slot ? std::string(*slot, strnlen(*slot, 4096)) : "";
+  auto judged = sg_slurm::decode_record(existing);
+  if (!judged) {
+    // Not judged at submission: a partition the policy does not govern (or a job from before
+    // the plugin). It stays ungoverned unless the update moves it into a governed partition.
+    bool into_governed = false;
+    for (size_t b = 0; b < change.partition.size();) {
+      size_t e = std::min(change.partition.find(',', b), change.partition.size());
+      into_governed |= policy->find_partition(change.partition.substr(b, e - b)) != nullptr;
+      b = e + 1;
+    }
+    if (!into_governed) return SLURM_SUCCESS;
+    return refuse(input_refusal("scaleguard: job " + job + " was not judged at submission; moving it into partition " +
+                                change.partition + " needs a new submission there"));
+  }
+  auto request = merged(*judged, change);
+  request.user = "uid " + std::to_string(uid);
+  auto decision = scaleguard::decide(request, *policy);
+  entry.decision = &decision;
+  entry.message = decision.action == Action::reject ? decision.message : decision.summary;
+  if (decision.shadow) {
+    sg_slurm::record_decision(*policy, entry);
+    return SLURM_SUCCESS;
+  }
+  // An update cannot be rewritten under the user's feet: anything but accept or warn refuses.
+  if (decision.action == Action::reject || decision.action == Action::rewrite ||
+      decision.bound_time_min || decision.bound_max_nodes) {
+    if (decision.action != Action::reject) {
+      decision.action = Action::reject;
+      decision.message = "scaleguard: update of job " + job + " refused: the job would have to be changed (" +
+                         decision.summary + "); " + decision.message;
+    }
+    sg_slurm::record_decision(*policy, entry);
+    slurm_info("job_submit/scaleguard: update of job %s by uid %u refused: %s", job.c_str(), uid,
+               sg_slurm::one_line(decision.message, sg_slurm::kMaxMessage).c_str());
+    return sg_slurm::kRefused;
+  }
+  // Accepted: the record grows to what was judged now (slurmctld holds the job write lock).
+  std::string record = sg_slurm::record_after_update(request, entry.id, decision.summary, existing);
+  slurm_xfree(reinterpret_cast<void**>(slot));
+  *slot = slurm_xstrdup(record.c_str());
+  sg_slurm::record_decision(*policy, entry);
+  return SLURM_SUCCESS;
 }
 
 }  // namespace
@@ -95,29 +263,13 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
   }
 }
 
-// 22.05 passes only the changed fields and an opaque job_record_t: the job's current GPUs,
-// time limit and forwarded intent are not visible here. An update that changes the GPU request
-// is judged on the fields it carries (time and nodes from the update, else the partition's
-// defaults); other updates pass (users may only lower time limits; operators are trusted).
-extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t*, uint32_t submit_uid) {
+// Updates that could grow the job are judged against its whole request as recorded at
+// submission (AdminComment), with the update laid over it. 22.05 has no err_msg here: the
+// reason goes to slurmctld's log and the audit file.
+extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
   try {
     if (!job_desc) return SLURM_SUCCESS;
-    bool gpus_changed = job_desc->tres_per_job || job_desc->tres_per_node ||
-                        job_desc->tres_per_task || job_desc->tres_per_socket;
-    if (!gpus_changed) return SLURM_SUCCESS;
-    auto policy = g_policy ? g_policy->current() : nullptr;
-    if (!policy) return internal_error("job_modify", "no policy loaded", nullptr);
-    const std::string job = job_desc->job_id_str ? sg_slurm::one_line(job_desc->job_id_str, 64)
-                            : job_desc->job_id != NO_VAL ? std::to_string(job_desc->job_id)
-                                                         : "?";
-    scaleguard::JobRequest request;
-    sg_slurm::RequestError error{};
-    if (!sg_slurm::read_request(*job_desc, submit_uid, *policy, &request, &error)) {
-      slurm_info("job_submit/scaleguard: update of job %s refused: %s", job.c_str(),
-                 error.message.c_str());
-      return error.code;
-    }
-    return sg_slurm::apply_to_update(scaleguard::decide(request, *policy), job, submit_uid);
+    return judge_update(job_desc, job_ptr, submit_uid);
   } catch (const std::exception& e) {
     return internal_error("job_modify", e.what(), nullptr);
   } catch (...) {

@@ -15,20 +15,22 @@ long long now_ms() {
 }
 
 // File identity + size + mtime: catches edits in place and atomic renames.
-void add_stamp(const std::string& path, long long* ino, long long* size, long long* mtime) {
+void add_stamp(const std::string& path, long long* ino, long long* size, long long* mtime, long long* newest) {
   struct stat st {};
   if (path.empty() || stat(path.c_str(), &st) != 0) return;
   *ino ^= static_cast<long long>(st.st_ino);
   *size += st.st_size;
-  *mtime ^= st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  const long long ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  *mtime ^= ns;
+  if (ns > *newest) *newest = ns;
 }
 
 }  // namespace
 
 PolicyHolder::Stamp PolicyHolder::stamp_of(const scaleguard::Policy& policy) const {
   Stamp s;
-  add_stamp(policy.path.empty() ? settings_.policy : policy.path, &s.ino, &s.size, &s.mtime_ns);
-  add_stamp(policy.catalog.path, &s.ino, &s.size, &s.mtime_ns);
+  add_stamp(policy.path.empty() ? settings_.policy : policy.path, &s.ino, &s.size, &s.mtime_ns, &s.newest_ns);
+  add_stamp(policy.catalog.path, &s.ino, &s.size, &s.mtime_ns, &s.newest_ns);
   return s;
 }
 
@@ -37,7 +39,7 @@ scaleguard::Result<bool> PolicyHolder::load(const Settings& settings) {
   auto loaded = scaleguard::load_policy(settings.policy, settings.catalog);
   if (!loaded) return loaded.error();
   std::lock_guard<std::mutex> lock(reload_mutex_);
-  stamp_ = stamp_of(**loaded);
+  stamp_ = stamp_of(**loaded);  // a change during this load differs from it: reloaded later
   std::atomic_store(&policy_, loaded.value());
   next_check_ms_ = now_ms() + 1000;
   return true;
@@ -54,16 +56,21 @@ void PolicyHolder::reload_if_changed() {
   next_check_ms_ = now_ms() + 1000;
   auto old = std::atomic_load(&policy_);
   if (!old) return;
-  Stamp now = stamp_of(*old);
-  if (now == stamp_) return;
-  stamp_ = now;  // a broken file is reported once, not every second
+  const Stamp before = stamp_of(*old);
+  if (before == stamp_) return;
+  // A file edited in place may be caught half-written: load only a file that has not changed
+  // for 2 s and did not change while it was read (docs: replace it with `mv` instead).
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (now.tv_sec * 1000000000LL + now.tv_nsec - before.newest_ns < 2000000000LL) return;
   auto loaded = scaleguard::load_policy(settings_.policy, settings_.catalog);
+  if (!(stamp_of(*old) == before)) return;  // changed while being read: next time
+  stamp_ = before;  // a broken file is reported once, not every second
   if (!loaded) {
     slurm_error("job_submit/scaleguard: policy reload failed, keeping the last good policy: %s",
                 loaded.error().str().c_str());
     return;
   }
-  stamp_ = stamp_of(**loaded);
   std::atomic_store(&policy_, loaded.value());
   slurm_info("job_submit/scaleguard: reloaded policy %s", settings_.policy.c_str());
 }

@@ -1,6 +1,7 @@
 // The policy in force inside slurmctld: loaded at init (a broken file fails init), checked for
 // changes at most once a second (stat of the policy and catalog files), reloaded when they
-// change. A broken new file is logged with file and line and the last good policy stays.
+// changed and then stayed unchanged for 2 s and during the read. A broken new file is logged
+// with file and line and the last good policy stays.
 // Safe to call from several slurmctld threads; never waits for another thread's reload.
 #pragma once
 #include <atomic>
@@ -23,6 +24,7 @@ class PolicyHolder {
  private:
   struct Stamp {
     long long ino = 0, size = 0, mtime_ns = 0;
+    long long newest_ns = 0;  // the later of the two files' mtimes (not compared)
     bool operator==(const Stamp& o) const {
       return ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "scaleguard/envelope.h"
 #include "text.h"
 
 namespace sg_slurm {
@@ -18,8 +19,8 @@ constexpr int kMaxIntervalMin = 365 * 24 * 60;  // the SPANK side accepts the sa
 // --- GPU request ---------------------------------------------------------------------------
 
 // Reads one TRES field into *count (0 when it names no GPU) and *type.
-bool read_gpu_field(const char* text, const char* option, int* count, std::string* type,
-                    RequestError* error) {
+bool read_gpu_field(const char* text, const char* option, const scaleguard::SharedGpuGres& shared,
+                    int* count, std::string* type, RequestError* error) {
   if (!text || !*text) return true;
   size_t len = strnlen(text, kMaxValue + 1);
   if (len > kMaxValue || has_control({text, len})) {
@@ -27,7 +28,7 @@ bool read_gpu_field(const char* text, const char* option, int* count, std::strin
                                        ": GPU request too long or with control characters"};
     return false;
   }
-  auto gpus = scaleguard::parse_gpu_tres(text);
+  auto gpus = scaleguard::parse_gpu_tres(text, shared);
   if (!gpus) {
     *error = {ESLURM_INVALID_GRES, std::string("scaleguard: ") + option + "=" + preview(text) +
                                        ": " + gpus.error().str()};
@@ -38,8 +39,26 @@ bool read_gpu_field(const char* text, const char* option, int* count, std::strin
   return true;
 }
 
-int from_u32(uint32_t v) {  // NO_VAL (unset) -> 0
+int from_u32(uint32_t v) {  // NO_VAL (unset) -> 0; absurd values stay absurd (decide refuses them)
   return v == NO_VAL || v == INFINITE ? 0 : static_cast<int>(v > 1000000 ? 1000000 : v);
+}
+int from_u16(uint16_t v) { return v == NO_VAL16 || v == INFINITE16 ? 0 : v; }
+
+// Counts a bounded host list or array index; false with the error to return.
+bool read_count(const char* text, bool hostlist, int* out, RequestError* error) {
+  if (!text || !*text) return true;
+  std::string value(text, strnlen(text, kMaxValue + 1));
+  auto n = value.size() > kMaxValue ? scaleguard::Result<int>(scaleguard::Error{"too long", "", 0, "", ""})
+           : hostlist ? scaleguard::count_hostlist(value)
+                      : scaleguard::count_array_tasks(value);
+  if (!n) {
+    *error = {hostlist ? ESLURM_INVALID_NODE_NAME : ESLURM_INVALID_ARRAY,
+              std::string("scaleguard: ") + (hostlist ? "--nodelist=" : "--array=") + preview(value) + ": " +
+                  n.error().message};
+    return false;
+  }
+  *out = n.value();
+  return true;
 }
 
 // --- intent --------------------------------------------------------------------------------
@@ -182,14 +201,22 @@ bool read_intent(const job_desc_msg_t& job, const scaleguard::Policy& policy, Jo
 bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
                   const scaleguard::Policy& policy, JobRequest* out, RequestError* error) {
   JobRequest r;
-  if (!read_gpu_field(job.tres_per_job, "--gpus", &r.gpus_total, &r.gpu_type, error) ||
-      !read_gpu_field(job.tres_per_node, "--gpus-per-node/--gres", &r.gpus_per_node, &r.gpu_type, error) ||
-      !read_gpu_field(job.tres_per_task, "--gpus-per-task", &r.gpus_per_task, &r.gpu_type, error) ||
-      !read_gpu_field(job.tres_per_socket, "--gpus-per-socket", &r.gpus_per_socket, &r.gpu_type, error))
+  const auto& shared = policy.shared_gres;
+  if (!read_gpu_field(job.tres_per_job, "--gpus", shared, &r.gpus_total, &r.gpu_type, error) ||
+      !read_gpu_field(job.tres_per_node, "--gpus-per-node/--gres", shared, &r.gpus_per_node, &r.gpu_type, error) ||
+      !read_gpu_field(job.tres_per_task, "--gpus-per-task", shared, &r.gpus_per_task, &r.gpu_type, error) ||
+      !read_gpu_field(job.tres_per_socket, "--gpus-per-socket", shared, &r.gpus_per_socket, &r.gpu_type, error))
     return false;
   r.nodes_min = from_u32(job.min_nodes);
   r.nodes_max = from_u32(job.max_nodes);
   r.ntasks = from_u32(job.num_tasks);
+  r.ntasks_per_node = from_u16(job.ntasks_per_node);
+  r.sockets_per_node = from_u16(job.sockets_per_node);
+  r.exclusive = job.shared == JOB_SHARED_NONE;  // --exclusive (=user and =mcs still share GPUs)
+  r.het_component = job.het_job_offset == NO_VAL ? -1 : static_cast<int>(job.het_job_offset);
+  if (!read_count(job.req_nodes, true, &r.nodes_listed, error) ||
+      !read_count(job.array_inx, false, &r.array_tasks, error))
+    return false;
   r.time_limit_min = job.time_limit == INFINITE ? -1 : from_u32(job.time_limit);
   if (job.partition) r.partition = one_line(job.partition, 256);
   r.user = "uid " + std::to_string(job.user_id != NO_VAL ? job.user_id : submit_uid);

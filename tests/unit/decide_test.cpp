@@ -410,9 +410,14 @@ TEST(BadInput, UngovernedPartitionsAndCpuJobsPass) {
   EXPECT_EQ(d.action, Action::accept);
   EXPECT_NE(d.summary.find("not governed"), std::string::npos);
   EXPECT_EQ(decide(job(0), shipped()).action, Action::accept);
-  // A comma list of partitions is judged by the first one.
+  // A comma list is judged in each partition: refused in gpu-od (8 GPU-hours < 100), only
+  // warned in gpu-spot, so the job is kept where it is accepted and the list rewritten.
   j.partition = "gpu-od,gpu-spot";
   j.time_limit_min = 60;
+  Decision both = decide(j, shipped());
+  EXPECT_EQ(both.action, Action::rewrite);
+  EXPECT_EQ(both.rewrite.partition.value_or(""), "gpu-spot");
+  j.partition = "gpu-od,gpu-od";
   EXPECT_EQ(decide(j, shipped()).action, Action::reject);
 }
 

@@ -29,7 +29,14 @@ struct JobRequest {
   int nodes_max = 0;
   int ntasks = 0;
   int time_limit_min = 0;    // 0 = unset (partition default applies), -1 = INFINITE
-  std::string partition;     // empty = the policy's default partition
+  std::string partition;     // empty = the policy's default partition; a comma list = any of them
+  int nodes_listed = 0;      // -w/--nodelist: nodes named (Slurm allocates at least these)
+  int ntasks_per_node = 0;   // --ntasks-per-node
+  int sockets_per_node = 0;  // --sockets-per-node
+  bool exclusive = false;    // --exclusive: whole nodes, every GPU of each node
+  int array_tasks = 0;       // --array: number of elements (0 = not an array)
+  int het_component = -1;    // het job: this component's offset (-1 = not a het job)
+  double het_prior_gpu_hours = 0;  // het job: envelope GPU-hours of the components before this one
   std::string user;          // for messages and logs only
   // Intent from --train-* options (forwarded in the job's spank env).
   std::string model;             // raw spec: "350M", "llama2-7b", "layers=..,hidden=.."
@@ -64,8 +71,30 @@ struct Rewrite {
   bool empty() const;
 };
 
+// The most Slurm may grant a job in one partition (envelope.h computes it): every rule that
+// counts GPUs or hours judges this, never the literal request.
+struct Envelope {
+  int nodes = 0;            // most nodes
+  int gpus_per_node = 0;    // most GPUs on one node
+  int gpus = 0;             // most GPUs in total
+  int time_limit_min = 0;   // the time limit the job runs under (after bound_time_min); 0 = unbounded
+  std::optional<int> bound_max_nodes;  // to write into the job: Slurm could allocate more nodes
+  std::optional<int> bound_time_min;   // to write into the job: no limit given, or UNLIMITED
+  std::string how;          // how the GPUs were counted when it is not the literal request
+  double hours() const { return time_limit_min / 60.0; }
+  double gpu_hours() const { return gpus * hours(); }
+};
+
 struct Decision {
   Action action = Action::accept;
+  bool governed = false;           // the job's partition(s) are in the policy
+  bool shadow = false;             // mode = shadow: the plugin logs this decision and changes nothing
+  Envelope envelope;               // what was judged (the first governed partition kept)
+  double granted_gpu_hours = 0;    // after the decision: 0 for reject, the rewritten envelope otherwise
+  // Bounds the plugin writes into the job on every accepted decision, so that nothing Slurm
+  // does with the job exceeds what was judged.
+  std::optional<int> bound_max_nodes;
+  std::optional<int> bound_time_min;
   std::vector<RuleHit> rules;      // every rule that fired, in evaluation order
   std::string summary;             // one line, for the job comment and sbatch output
   std::string message;             // one paragraph a user understands (reason + what to ask)
@@ -96,8 +125,12 @@ Result<double> parse_hours(const std::string& text);      // "11", "11h", "90m",
 Result<int> parse_slurm_minutes(const std::string& text); // Slurm --time forms -> minutes
 Result<std::string> parse_strategy(const std::string& text);
 // "gres:gpu:a100:8", "gres/gpu:8", "gpu:2", "gres:gpu" (=1), comma lists with other TRES.
+// Counts follow Slurm's reading: `gpu:1k` is 1,024 GPUs, `gpu:1x` one GPU of type "1x".
+// Shared GPU GRES (shard, mps) count as GPUs when the policy says how many units make one
+// GPU (policy `shared_gpu_gres`); the default ignores them.
 struct GpuTres { int count = 0; std::string type; };
-Result<GpuTres> parse_gpu_tres(const std::string& text);
+struct SharedGpuGres { int shard_per_gpu = 0; int mps_per_gpu = 0; };
+Result<GpuTres> parse_gpu_tres(const std::string& text, const SharedGpuGres& shared = {});
 // Validates a model spec against the catalog's presets without planning.
 Result<std::string> validate_model_spec(const std::string& text, const Catalog& catalog);
 

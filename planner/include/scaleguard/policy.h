@@ -21,7 +21,8 @@ enum class RuleId {
   consider_distributed_hours,     // a single-GPU job longer than this should distribute
   max_comm_ratio,                 // exposed comm / compute above this: cap the GPU count
   min_doubling_speedup,           // doubling the GPUs must speed up at least this much
-  max_job_gpu_hours,              // upper bound on one job's GPU-hours
+  max_job_gpu_hours,              // upper bound on one job's GPU-hours (a het job's components summed)
+  max_array_gpu_hours,            // upper bound on a job array's GPU-hours (elements x one element)
   checkpoint_required_gpu_hours,  // above this (and always on spot) a job must checkpoint
   time_limit_fits,                // the time limit must cover the predicted wall time
   count_
@@ -50,6 +51,9 @@ struct Partition {
   int default_time_min = 60;
   int max_time_min = 0;          // 0 = no maximum
   bool is_default = false;
+  int max_nodes = 0;             // nodes Slurm may give one job here (the partition's size); 0 = unknown
+  bool exclusive = false;        // OverSubscribe=EXCLUSIVE: every job gets whole nodes, all their GPUs
+  bool shadow = false;           // mode = shadow here: judge and log, change nothing
   Rules rules;                   // the global rules with this partition's overrides applied
   // Copies resolved from the catalog at load time (no pointers: a Policy may be copied).
   Instance inst;
@@ -65,6 +69,10 @@ struct Policy {
   double node_mtbf_hours = 0;               // from the policy, else the catalog's assumption
   int signal_before_s = 300;                // --signal=B:USR1@this when checkpointing is required
   int max_zero_stage = 1;                   // highest ZeRO stage plans may use: what the runner does
+  bool shadow = false;                      // mode = shadow: judge and log everything, change nothing
+  std::vector<std::string> trusted_users;   // user names or uids whose job updates are not judged
+  std::string audit_file;                   // JSON lines, one per decision (job_submit appends); "" = none
+  SharedGpuGres shared_gres{1, 100};        // shard:1 (a shard counts as a GPU), mps:100 (100% = a GPU)
   const Partition* find_partition(const std::string& name) const;  // nullptr if absent
   const Partition* default_partition() const;
 };

@@ -1,0 +1,98 @@
+#include "audit.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "slurm_api.h"
+#include "text.h"
+
+namespace sg_slurm {
+namespace {
+
+std::atomic<unsigned long> g_counter{0};
+std::atomic<long long> g_last_audit_error{0};
+
+std::string user_name(uint32_t uid) {
+  passwd pw{}, *out = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &out) != 0 || !out || !out->pw_name) return "";
+  return one_line(out->pw_name, 64);
+}
+
+std::string utc_now() {
+  time_t now = time(nullptr);
+  tm t{};
+  gmtime_r(&now, &t);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
+  return buf;
+}
+
+std::string rule_ids(const scaleguard::Decision& d) {
+  std::string ids;
+  for (const auto& r : d.rules) ids += (ids.empty() ? "" : ",") + r.id;
+  return ids.empty() ? "-" : ids;
+}
+
+}  // namespace
+
+std::string new_decision_id() {
+  return "sg-" + std::to_string(time(nullptr)) + "-" + std::to_string(++g_counter);
+}
+
+void record_decision(const scaleguard::Policy& policy, const AuditEntry& e) {
+  const scaleguard::Decision& d = *e.decision;
+  const auto& env = d.envelope;
+  const double judged = env.gpu_hours() + 0.0;
+  const double granted = d.action == scaleguard::Action::reject ? 0 : d.granted_gpu_hours;
+  const std::string part = one_line(e.partition.empty() ? "(default)" : e.partition, 128);
+  slurm_info("job_submit/scaleguard: decision %s event=%s job=%s uid=%u partition=%s envelope=%dx%dgpu/%dmin "
+             "gpu_hours=%.1f action=%s%s rules=%s%s%s",
+             e.id.c_str(), e.event.c_str(), e.job.empty() ? "new" : e.job.c_str(), e.uid, part.c_str(), env.nodes,
+             env.gpus_per_node, env.time_limit_min, judged, scaleguard::to_string(d.action),
+             d.shadow ? " mode=shadow(not enforced)" : "", rule_ids(d).c_str(),
+             e.changes.empty() ? "" : " changes=", one_line(e.changes, 256).c_str());
+  if (policy.audit_file.empty()) return;
+  nlohmann::json j = {
+      {"ts", utc_now()},
+      {"id", e.id},
+      {"event", e.event},
+      {"job", e.job},
+      {"uid", e.uid},
+      {"user", user_name(e.uid)},
+      {"partition", part},
+      {"mode", d.shadow ? "shadow" : "enforce"},
+      {"enforced", !d.shadow},
+      {"action", scaleguard::to_string(d.action)},
+      {"rules", nlohmann::json::array()},
+      {"envelope",
+       {{"nodes", env.nodes}, {"gpus_per_node", env.gpus_per_node}, {"gpus", env.gpus}, {"hours", env.hours()},
+        {"gpu_hours", judged}, {"array_tasks", e.array_tasks}}},
+      {"judged_gpu_hours", judged},
+      {"granted_gpu_hours", granted},
+      {"avoided_gpu_hours", judged > granted ? judged - granted : 0.0},
+      {"changes", one_line(e.changes, 512)},
+      {"message", one_line(e.message, kMaxMessage)}};
+  for (const auto& r : d.rules) j["rules"].push_back(r.id);
+  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  // One write() per line with O_APPEND: lines from slurmctld's threads never interleave.
+  int fd = open(policy.audit_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+  ssize_t n = fd >= 0 ? write(fd, line.data(), line.size()) : -1;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  if (n != static_cast<ssize_t>(line.size())) {
+    const long long now = time(nullptr);
+    if (now - g_last_audit_error.exchange(now) >= 60)
+      slurm_error("job_submit/scaleguard: cannot append to audit file %s: %s", policy.audit_file.c_str(),
+                  strerror(err));
+  }
+}
+
+}  // namespace sg_slurm

@@ -198,9 +198,12 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid) {
     sg_slurm::record_decision(*policy, entry);
     return SLURM_SUCCESS;
   }
-  // An update cannot be rewritten under the user's feet: anything but accept or warn refuses.
-  if (decision.action == Action::reject || decision.action == Action::rewrite ||
-      decision.bound_time_min || decision.bound_max_nodes) {
+  // An update cannot be rewritten under the user's feet: a rewrite of its size, time or
+  // partition refuses it. (requeue and the warning signal were set at submission when due.)
+  const auto& rw = decision.rewrite;
+  const bool resized = decision.action == Action::rewrite &&
+                       (rw.gpus_total || rw.gpus_per_node || rw.nodes || rw.time_limit_min || rw.partition);
+  if (decision.action == Action::reject || resized || decision.bound_time_min || decision.bound_max_nodes) {
     if (decision.action != Action::reject) {
       decision.action = Action::reject;
       decision.message = "scaleguard: update of job " + job + " refused: the job would have to be changed (" +

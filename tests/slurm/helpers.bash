@@ -72,9 +72,10 @@ job_field() {
   scontrol show job "$1" | tr -s ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
-# The job's comment (may contain spaces).
+# The job's AdminComment, where job_submit/scaleguard records its plan (may contain spaces;
+# users cannot edit it).
 job_comment() {
-  squeue -h -j "$1" -t all -o %k
+  scontrol show job "$1" | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'
 }
 
 # slurmctld still answers and its pid is alive.

@@ -41,7 +41,7 @@ intent=(--train-model=350M --train-tokens=2.6B)
   assert_failure
   assert_output --partial 'distributed_min_gpu_hours'
   assert_output --regexp 'single GPU [0-9.]+ h for ~\$[0-9,]+ on spot .* vs 8 GPUs [0-9.]+ h for ~\$[0-9,]+ .*: use 1 GPU'
-  assert_output --partial 'Job violates accounting/QOS policy'
+  assert_output --partial 'Batch job submission failed: Access/permission denied'
   refute_output --partial 'Submitted batch job'
 }
 
@@ -150,22 +150,26 @@ intent=(--train-model=350M --train-tokens=2.6B)
   assert_output --regexp '^scaleguard: accept'
 }
 
-@test "scontrol update: a changed GPU request is judged again" {
-  run sbatch --parsable -J sg-js -H --gpus=1 --wrap true
+@test "scontrol update: a user's changed GPU request is judged again; root is trusted" {
+  run as_user "$JS_TMP" sbatch --parsable -J sg-js -H --gpus=1 --wrap true
   assert_success
   job_id=$(parsed_job_id)
-  run scontrol update jobid="$job_id" TresPerJob=gres:gpu:8
+  run as_user "$JS_TMP" scontrol update jobid="$job_id" TresPerJob=gres:gpu:8
   assert_failure
-  assert_output --partial 'Job violates accounting/QOS policy'
+  assert_output --partial 'Access/permission denied'
   run job_field "$job_id" TresPerJob
   assert_output 'gres:gpu:1'
-  run grep "update of job $job_id by uid 0 refused: .*distributed_min_gpu_hours" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  uid=$(id -u "$SCALEGUARD_TEST_USER")
+  run grep "update of job $job_id by uid $uid refused: .*distributed_min_gpu_hours" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
   assert_success
   # Enough GPU-hours for two GPUs: allowed.
-  run scontrol update jobid="$job_id" TresPerJob=gres:gpu:2 TimeLimit=3-0
+  run as_user "$JS_TMP" scontrol update jobid="$job_id" TresPerJob=gres:gpu:2 TimeLimit=3-0
   assert_success
   run job_field "$job_id" TresPerJob
   assert_output 'gres:gpu:2'
+  # root (and SlurmUser, and the policy's trusted_users) change jobs unjudged.
+  run scontrol update jobid="$job_id" TresPerJob=gres:gpu:8
+  assert_success
   scancel "$job_id"
 }
 

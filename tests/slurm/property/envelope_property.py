@@ -1,0 +1,789 @@
+#!/usr/bin/env python3
+"""Generated property test of GPU-hour enforcement on the live dev cluster (issue 13).
+
+Draws random request shapes from a seeded RNG -- every sbatch/salloc/srun option that changes
+nodes, tasks, GPUs, time, partition or exclusivity, plus het jobs, arrays, --train-* intent and
+`scontrol update` after submission -- submits each as an ordinary user, held, and asks Slurm
+(not the plugin) what the job may be granted:
+
+    envelope = max nodes x GPUs per node x time limit       (per component, per array element)
+
+read from `scontrol show job -d`, `scontrol show partition` and `scontrol show node` only.
+Invariant: the submission (or update) is refused, or the envelope <= the cap; arrays also
+elements x envelope <= the array cap when the policy has one; and slurmctld stays alive.
+A sample of accepted jobs is released and the allocation Slurm really makes (GRES IDX of
+`scontrol show job -d`) x its time limit is checked against the cap too.
+
+Every failing shape is printed as the exact command line (SEED= reproduces the whole run).
+Exit status: 0 when no violation and slurmctld alive, 1 otherwise, 2 on a setup error.
+
+    SEED=123 tests/slurm/property/envelope_property.py --shapes 300 --cap 150
+
+Needs: python3 (stdlib only), Slurm clients on PATH, SLURM_CONF of a running dev cluster,
+root (submissions run as --user through runuser) or the test user itself.
+"""
+import argparse
+import concurrent.futures
+import math
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+INF = math.inf
+HELD_JOB = "sleep 600"  # what a released sample job runs until it is cancelled
+
+
+# --- running commands -----------------------------------------------------------------------
+
+class Runner:
+    """Runs Slurm clients, as the test user when we are root."""
+
+    def __init__(self, user, workdir):
+        self.user = user
+        self.workdir = workdir
+        self.prefix = ["runuser", "-u", user, "--"] if user and os.geteuid() == 0 else []
+
+    def __call__(self, argv, as_user=True, timeout=60, stdin=None):
+        full = (self.prefix if as_user else []) + argv
+        try:
+            p = subprocess.run(full, cwd=self.workdir, capture_output=True, text=True,
+                               timeout=timeout, input=stdin)
+            return p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            return 124, e.stdout or "", (e.stderr or "") + "\n(timed out)"
+
+    def show(self, argv):
+        """The exact command line, as the user would type it."""
+        return " ".join(shlex.quote(a) for a in ((self.prefix) + argv))
+
+
+# --- Slurm's view: parsing ------------------------------------------------------------------
+
+WHOLE_LINE_KEYS = ("Comment=", "AdminComment=", "SystemComment=", "Command=", "WorkDir=",
+                   "StdErr=", "StdIn=", "StdOut=", "Reason=", "Power=")
+
+
+def parse_records(text):
+    """`scontrol show job -d` output -> list of records {key: value, '_alloc': [(node, gres)]}.
+    Lines holding free text (Comment, Command, ...) are taken whole; the first occurrence of a
+    key wins."""
+    records, rec = [], None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("JobId="):
+            rec = {"_alloc": []}
+            records.append(rec)
+        if rec is None:
+            continue
+        if line.startswith(WHOLE_LINE_KEYS):
+            k, _, v = line.partition("=")
+            rec.setdefault(k, v)
+            continue
+        if line.startswith("Nodes=") and "CPU_IDs=" in line:  # -d detail of an allocation
+            m = re.search(r"Nodes=(\S+).*?GRES=(\S+)", line)
+            rec["_alloc"].append((m.group(1), m.group(2)) if m else (line.split()[0][6:], ""))
+            continue
+        for tok in line.split():
+            k, eq, v = tok.partition("=")
+            if eq:
+                rec.setdefault(k, v)
+    return records
+
+
+def parse_count(text):
+    """Slurm count with optional k/m/g/t suffix (1024 based, as Slurm's own)."""
+    m = re.fullmatch(r"(\d+)([kKmMgGtT]?)", text)
+    if not m:
+        raise ValueError(text)
+    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " ")
+
+
+def gpu_count(tres):
+    """GPUs in a TresPer* value ('gres:gpu:a100:8', 'gres/gpu:2', 'gres:gpu', comma lists).
+    None when the field names no GPU."""
+    if not tres or tres == "(null)":
+        return None
+    total = None
+    for entry in tres.split(","):
+        e = entry
+        for prefix in ("gres:", "gres/"):
+            if e.startswith(prefix):
+                e = e[len(prefix):]
+        parts = e.split(":")
+        if parts[0] != "gpu":
+            continue
+        count = 1
+        if len(parts) >= 2:
+            try:
+                count = parse_count(parts[-1])
+            except ValueError:
+                count = 1  # 'gpu:a100' names a type, count 1
+        total = (total or 0) + count
+    return total
+
+
+def hostlist_len(spec):
+    """Number of hosts in a Slurm hostlist: 'gpu-st-p4d-[1-2]' -> 2, 'a,b' -> 2."""
+    n = 0
+    for m in re.finditer(r"[^,\[]+(?:\[([^\]]*)\])?", spec or ""):
+        if m.group(1) is None:
+            n += 1
+            continue
+        for part in m.group(1).split(","):
+            a, _, b = part.partition("-")
+            n += int(b or a) - int(a) + 1
+    return n
+
+
+def alloc_gpus(gres):
+    """GPUs of one -d allocation line's GRES: 'gpu:a100:2(IDX:0-1)' -> 2."""
+    n = 0
+    for m in re.finditer(r"gpu(?::[^:(,]+)?:?\d*\(IDX:([^)]*)\)", gres or ""):
+        for part in m.group(1).split(","):
+            if not part or part == "N/A":
+                continue
+            a, _, b = part.partition("-")
+            n += int(b or a) - int(a) + 1
+    return n
+
+
+def parse_time_min(text):
+    """Slurm time -> minutes; INF for UNLIMITED/INFINITE; None for Partition_Limit/NONE."""
+    if text in ("UNLIMITED", "INFINITE"):
+        return INF
+    if text in ("Partition_Limit", "NONE", "", None):
+        return None
+    days = 0
+    if "-" in text:
+        d, text = text.split("-", 1)
+        days = int(d)
+    parts = [int(x) for x in text.split(":")]
+    if len(parts) == 3:
+        h, m, s = parts
+    elif len(parts) == 2:
+        h, m, s = (0, parts[0], parts[1]) if days == 0 else (parts[0], parts[1], 0)
+    else:
+        h, m, s = (parts[0], 0, 0) if days else (0, parts[0], 0)
+    return days * 1440 + h * 60 + m + s / 60.0
+
+
+def array_elements(spec):
+    """'0-9%2' -> 10, '1,3,5' -> 3, '0-15:4' -> 4."""
+    spec = spec.split("%")[0]
+    n = 0
+    for part in spec.split(","):
+        rng, _, step = part.partition(":")
+        a, _, b = rng.partition("-")
+        n += (int(b or a) - int(a)) // int(step or 1) + 1
+    return n
+
+
+class Cluster:
+    """Partitions and nodes as `scontrol show partition/node` report them."""
+
+    def __init__(self, run):
+        rc, out, err = run(["scontrol", "show", "node", "-o"], as_user=False)
+        if rc:
+            raise SystemExit(f"scontrol show node: {err}")
+        self.nodes = {}
+        for line in out.splitlines():
+            f = dict(t.partition("=")[::2] for t in line.split() if "=" in t)
+            self.nodes[f["NodeName"]] = {"gpus": gpu_count(re.sub(r"\(.*?\)", "", f.get("Gres", ""))) or 0,
+                                         "sockets": int(f.get("Sockets", 1)),
+                                         "cpus": int(f.get("CPUTot", 1)),
+                                         "cores_per_socket": int(f.get("CoresPerSocket", 1))}
+        rc, out, err = run(["scontrol", "show", "partition", "-o"], as_user=False)
+        if rc:
+            raise SystemExit(f"scontrol show partition: {err}")
+        self.partitions = {}
+        for line in out.splitlines():
+            f = dict(t.partition("=")[::2] for t in line.split() if "=" in t)
+            rc, names, _ = run(["scontrol", "show", "hostnames", f["Nodes"]], as_user=False)
+            self.partitions[f["PartitionName"]] = {
+                "nodes": names.split(),
+                "max_nodes": INF if f.get("MaxNodes") == "UNLIMITED" else int(f["MaxNodes"]),
+                "max_time": parse_time_min(f.get("MaxTime")),
+                "default_time": parse_time_min(f.get("DefaultTime")),
+                "default": f.get("Default") == "YES"}
+
+    def describe(self):
+        return ", ".join(f"{p}: {len(v['nodes'])} nodes, MaxTime={v['max_time']}"
+                         for p, v in self.partitions.items())
+
+
+# --- the oracle -----------------------------------------------------------------------------
+
+def component_envelope(rec, cluster):
+    """Most GPU-hours Slurm may grant one job record (one het component / one array element),
+    from Slurm's view only. Returns (gpu_hours, explanation)."""
+    parts = [p for p in rec.get("Partition", "").split(",") if p in cluster.partitions]
+    if not parts:
+        parts = [p for p, v in cluster.partitions.items() if v["default"]]
+    pnodes = sorted({n for p in parts for n in cluster.partitions[p]["nodes"]})
+    pmax = min(len(pnodes), max(cluster.partitions[p]["max_nodes"] for p in parts))
+    node_gpus = max(cluster.nodes[n]["gpus"] for n in pnodes)
+    node_sockets = max(cluster.nodes[n]["sockets"] for n in pnodes)
+    node_cpus = max(cluster.nodes[n]["cpus"] for n in pnodes)
+    node_cores_per_socket = min(cluster.nodes[n]["cores_per_socket"] for n in pnodes)
+
+    lo, _, hi = rec.get("NumNodes", "1").partition("-")
+    if hi:
+        max_nodes = int(hi)
+    elif rec.get("JobState") != "PENDING":
+        max_nodes = int(lo)
+    else:
+        # A pending job without a maximum shows one number. Slurm aims at the minimum but
+        # spreads tasks over more nodes when CPUs are scarce: every node holds one of the
+        # job's CPUs at least, and a per-job GPU count may need several nodes.
+        max_nodes = max(int(lo), int(rec.get("NumCPUs", "1")),
+                        math.ceil((gpu_count(rec.get("TresPerJob")) or 0) / max(1, node_gpus)))
+    max_nodes = min(max_nodes, pmax)
+
+    per_node = []  # GPUs per node candidates
+    total = []     # GPUs per job candidates
+    n = gpu_count(rec.get("TresPerNode"))
+    if n is not None:
+        per_node.append(n)
+    n = gpu_count(rec.get("TresPerJob"))
+    if n is not None:
+        total.append(n)
+    exclusive = rec.get("OverSubscribe") == "NO"
+    n = gpu_count(rec.get("TresPerSocket"))
+    if n is not None:
+        # GPUs of the sockets that hold the job's CPUs on a node: at most the node's sockets,
+        # --sockets-per-node, and (one core per socket here) the CPUs it may get on a node
+        # (all when exclusive; else NumCPUs, which counts every task's CPUs).
+        socks = rec.get("Socks/Node", "*")
+        cpus = node_cpus if exclusive else min(node_cpus, int(rec.get("NumCPUs", "1")))
+        per_node.append(n * min(node_sockets, int(socks) if socks.isdigit() else node_sockets,
+                                max(1, cpus // node_cores_per_socket)))
+    n = gpu_count(rec.get("TresPerTask"))
+    if n is not None:
+        tasks = int(rec.get("NumTasks", "1") or 1)
+        tpn = rec.get("NtasksPerN:B:S:C", "0").split(":")[0]
+        tpn = int(tpn) if tpn.isdigit() else 0
+        tasks = max(tasks, tpn * max_nodes, max_nodes if tpn == 0 else 0)
+        total.append(n * tasks)
+    if exclusive:
+        per_node.append(node_gpus)  # whole nodes: every GPU on them
+    gpus = max([min(g, node_gpus) * max_nodes for g in per_node] + total + [0])
+    gpus = min(gpus, node_gpus * max_nodes)
+
+    tmin = parse_time_min(rec.get("TimeLimit"))
+    if tmin is None:  # Partition_Limit: the largest of the partitions' limits
+        tmin = max((cluster.partitions[p]["default_time"] or cluster.partitions[p]["max_time"]
+                    or INF) for p in parts)
+    hours = tmin / 60.0
+    gh = 0.0 if gpus == 0 else gpus * hours
+    why = (f"nodes<={max_nodes} (NumNodes={rec.get('NumNodes')}, partitions {','.join(parts)}: "
+           f"{pmax}) GPUs<={gpus} (TresPerNode={rec.get('TresPerNode')} TresPerJob={rec.get('TresPerJob')} "
+           f"TresPerTask={rec.get('TresPerTask')} TresPerSocket={rec.get('TresPerSocket')} "
+           f"NumTasks={rec.get('NumTasks')} NtasksPerN={rec.get('NtasksPerN:B:S:C')} "
+           f"OverSubscribe={rec.get('OverSubscribe')}) TimeLimit={rec.get('TimeLimit')}")
+    return gh, why
+
+
+def job_envelope(records, cluster):
+    """Records of one submission (het components, or one array meta record) ->
+    (per job GPU-hours, array elements, explanation)."""
+    total, whys, elements = 0.0, [], 1
+    for rec in records:
+        gh, why = component_envelope(rec, cluster)
+        total += gh
+        whys.append(why)
+        if rec.get("ArrayTaskId"):
+            elements = max(elements, array_elements(rec["ArrayTaskId"]))
+    return total, elements, " | ".join(whys)
+
+
+# --- the generator --------------------------------------------------------------------------
+
+NODES = ["gpu-st-p4d-1", "gpu-st-p4d-2"]
+INTENTS = [
+    ["--train-model=350M", "--train-tokens=2.6B"],
+    ["--train-model=1.3B", "--train-tokens=26B"],
+    ["--train-model=7B", "--train-tokens=40B"],
+    ["--train-model=125M", "--train-tokens=1B"],
+    ["--train-model=350M", "--train-single-gpu-hours=200"],
+    ["--train-model=350M", "--train-tokens=2.6B", "--train-deadline=2"],
+    ["--train-model=1.3B", "--train-tokens=26B", "--train-strategy=ddp"],
+]
+
+
+def rand_time(rng):
+    return rng.choice([
+        lambda: None, lambda: None,
+        lambda: str(rng.choice([1, 10, 30, 60, 90, 120, 600, 1440, 10000])),
+        lambda: f"{rng.randint(0, 9)}-{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00",
+        lambda: f"{rng.randint(0, 30)}:{rng.randint(0, 59):02d}:00",
+        lambda: "UNLIMITED", lambda: "INFINITE",
+    ])()
+
+
+def rand_gpu_opts(rng, feats):
+    """0-2 GPU request options."""
+    opts = []
+    for _ in range(rng.choice([0, 1, 1, 1, 2])):
+        kind = rng.choice(["gpus", "gpus", "gpn", "gres", "gres", "gpt", "gps", "suffix"])
+        n = rng.choice([1, 1, 2, 4, 8, 8, 16])
+        if kind == "gpus":
+            opts.append(f"--gpus={rng.choice(['', 'a100:'])}{n}")
+        elif kind == "gpn":
+            opts.append(f"--gpus-per-node={min(n, 8)}")
+        elif kind == "gres":
+            opts.append(f"--gres={rng.choice(['gpu', 'gpu:a100', 'gres/gpu'])}"
+                        f"{rng.choice(['', ':' + str(min(n, 8))])}")
+        elif kind == "gpt":
+            opts.append(f"--gpus-per-task={rng.choice([1, 1, 2, 4, 8])}")
+            feats.add("tasks")
+        elif kind == "gps":
+            opts += [f"--gpus-per-socket={rng.choice([1, 2, 4])}",
+                     f"--sockets-per-node={rng.choice([1, 2, 4, 8])}"]
+            feats.add("sockets")
+        elif kind == "suffix":
+            opts.append(rng.choice(["--gres=gpu:1k", "--gres=gpu:a100:1k", "--gpus=1k",
+                                    "--gpus-per-node=1k", "--gres=gpu:0"]))
+            feats.add("suffix")
+    return opts
+
+
+def rand_component(rng, feats, allow_intent=True):
+    """Options of one job (or het component): nodes, tasks, GPUs, exclusivity, nodes list,
+    time, partition, intent."""
+    o = []
+    r = rng.random()
+    if r < 0.3:
+        o.append(f"-N{rng.choice([1, 1, 2, 2, 3, 4])}")
+    elif r < 0.55:
+        lo = rng.choice([1, 1, 2])
+        o.append(f"--nodes={lo}-{rng.choice([lo, 2, 4, 8])}")
+        feats.add("node-range")
+    r = rng.random()
+    if r < 0.25:
+        o.append(f"-n{rng.choice([1, 2, 4, 8, 16])}")
+    elif r < 0.45:
+        o.append(f"--ntasks-per-node={rng.choice([1, 2, 4, 8])}")
+        feats.add("tasks")
+    o += rand_gpu_opts(rng, feats)
+    r = rng.random()
+    if r < 0.15:
+        o.append("--exclusive")
+        feats.add("exclusive")
+    elif r < 0.2:
+        o.append("--exclusive=user")
+        feats.add("exclusive")
+    if rng.random() < 0.12:
+        o.append("-w" + rng.choice(["gpu-st-p4d-1", "gpu-st-p4d-2", "gpu-st-p4d-[1-2]",
+                                    "gpu-st-p4d-1,gpu-st-p4d-2"]))
+        feats.add("nodelist")
+    t = rand_time(rng)
+    if t is None:
+        feats.add("no-time")
+    else:
+        o.append(rng.choice(["-t", "--time="]) + t)
+        if t in ("UNLIMITED", "INFINITE"):
+            feats.add("unlimited")
+    r = rng.random()
+    if r < 0.25:
+        o.append("-pgpu-od")
+    elif r < 0.5:
+        o.append("-pgpu-spot")
+    elif r < 0.7:
+        o.append("-p" + rng.choice(["gpu-spot,gpu-od", "gpu-od,gpu-spot"]))
+        feats.add("partition-list")
+    if allow_intent and rng.random() < 0.2:
+        o += rng.choice(INTENTS)
+        feats.add("intent")
+    return o
+
+
+UPDATES = [
+    ("NumNodes", lambda rng: rng.choice(["2", "1-2", "1-4", "2-8", "4"])),
+    ("MinNodes", lambda rng: rng.choice(["1", "2"])),
+    ("TimeLimit", lambda rng: rng.choice(["UNLIMITED", "2-00:00:00", "10:00:00", "60", "30"])),
+    ("Gres", lambda rng: rng.choice(["gpu:8", "gpu:a100:8", "gpu:4", "gpu:1k"])),
+    ("TresPerNode", lambda rng: rng.choice(["gres:gpu:8", "gres/gpu:8", "gres:gpu:2"])),
+    ("TresPerJob", lambda rng: rng.choice(["gres:gpu:16", "gres/gpu:16", "gres:gpu:4"])),
+    ("TresPerTask", lambda rng: rng.choice(["gres:gpu:8", "gres/gpu:4"])),
+    ("NumTasks", lambda rng: rng.choice(["16", "2"])),
+    ("Partition", lambda rng: rng.choice(["gpu-spot", "gpu-od", "gpu-spot,gpu-od"])),
+    ("OverSubscribe", lambda rng: rng.choice(["no", "NO", "user", "yes"])),
+    ("ReqNodeList", lambda rng: rng.choice(["gpu-st-p4d-[1-2]", "gpu-st-p4d-2"])),
+]
+
+
+class Shape:
+    """One request shape: the command, its features, and (maybe) updates after submission."""
+
+    def __init__(self, index, rng, tag, script_dir):
+        self.index = index
+        self.name = f"{tag}-{index}"
+        self.feats = set()
+        self.stdin = None
+        r = rng.random()
+        if r < 0.72:
+            self.tool = "sbatch"
+        elif r < 0.8:
+            self.tool = "sbatch-array"
+        elif r < 0.88:
+            self.tool = "sbatch-het"
+        elif r < 0.94:
+            self.tool = "salloc"
+        else:
+            self.tool = "srun"
+        self.feats.add(self.tool)
+        base = ["-J", self.name, "-H"]
+        if self.tool in ("sbatch", "sbatch-array"):
+            argv = ["sbatch", "--parsable"] + base + rand_component(rng, self.feats)
+            if self.tool == "sbatch-array":
+                hi = rng.choice([1, 3, 9, 31, 99])
+                argv.append("--array=" + rng.choice([
+                    f"0-{hi}", f"0-{hi}%{rng.randint(1, 4)}", "1,3,5,7", f"0-{hi}:2", "0-3"]))
+            argv += ["--wrap", HELD_JOB]
+        elif self.tool == "sbatch-het":
+            comps = [rand_component(rng, self.feats, allow_intent=False)
+                     for _ in range(rng.choice([2, 2, 3]))]
+            if rng.random() < 0.5:  # command-line components
+                argv = ["sbatch", "--parsable"] + base + comps[0]
+                for c in comps[1:]:
+                    argv += [":"] + c
+                argv += ["--wrap", HELD_JOB]
+            else:  # '#SBATCH hetjob' script on stdin
+                lines = ["#!/bin/sh", f"#SBATCH -J {self.name}", "#SBATCH -H"]
+                for i, c in enumerate(comps):
+                    if i:
+                        lines.append("#SBATCH hetjob")
+                    lines += [f"#SBATCH {opt}" for opt in c]
+                self.stdin = "\n".join(lines + [HELD_JOB, ""])
+                argv = ["sbatch", "--parsable"]
+        elif self.tool == "salloc":
+            argv = ["salloc", "--no-shell"] + base + rand_component(rng, self.feats)
+        else:
+            argv = ["srun"] + base + rand_component(rng, self.feats) + ["true"]
+        self.argv = argv
+        self.updates = []
+        if rng.random() < 0.3:
+            for key, val in rng.sample(UPDATES, rng.choice([1, 1, 2])):
+                self.updates.append(f"{key}={val(rng)}")
+
+    def command(self, run):
+        cmd = run.show(self.argv)
+        if self.stdin is not None:
+            cmd = f"printf %s {shlex.quote(self.stdin)} | " + cmd
+        return cmd
+
+
+# --- one shape, end to end ------------------------------------------------------------------
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.c = {k: 0 for k in ("shapes", "refused_plugin", "refused_slurm", "accepted",
+                                 "no_job", "updates", "updates_refused", "updates_accepted",
+                                 "sampled", "sample_started")}
+        self.violations = []
+        self.by_class = {}
+        self.notes = []
+        self.reasons = {}
+
+    def refusal(self, text, by_plugin):
+        """Tallies refusal reasons (digits folded) for the summary."""
+        lines = [l for l in (text or "").splitlines() if "error" in l or "scaleguard" in l]
+        key = re.sub(r"\d+(\.\d+)?", "N", (lines or [text or "?"])[0])[:110]
+        key = ("scaleguard: " if by_plugin else "slurm: ") + key
+        with self.lock:
+            self.reasons[key] = self.reasons.get(key, 0) + 1
+
+    def add(self, key, n=1):
+        with self.lock:
+            self.c[key] += n
+
+    def violation(self, shape, kind, text):
+        with self.lock:
+            cls = primary_class(shape, kind)
+            self.by_class[cls] = self.by_class.get(cls, 0) + 1
+            self.violations.append((cls, text))
+
+
+def primary_class(shape, kind):
+    if kind != "submit":
+        return kind
+    for f in ("sbatch-het", "sbatch-array", "unlimited", "no-time", "intent", "exclusive", "node-range",
+              "tasks", "sockets", "suffix", "partition-list", "nodelist", "salloc",
+              "srun"):
+        if f in shape.feats:
+            return f
+    return "other"
+
+
+def job_records(run, job_id):
+    rc, out, _ = run(["scontrol", "show", "job", "-d", str(job_id)], as_user=False)
+    if rc:
+        return []
+    return [r for r in parse_records(out) if r.get("JobState") != "CANCELLED"]
+
+
+def submit(shape, run, args):
+    """Returns (job id or None, refused text)."""
+    if shape.tool in ("sbatch", "sbatch-array", "sbatch-het"):
+        rc, out, err = run(shape.argv, stdin=shape.stdin)
+        ids = re.findall(r"^(\d+)(?:;\S*)?$", out, re.M)
+        if rc == 0 and ids:
+            return int(ids[-1]), None
+        return None, (err + out).strip()
+    # salloc/srun block until granted: run in the background, find the job by its name.
+    full = run.prefix + shape.argv
+    p = subprocess.Popen(full, cwd=run.workdir, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + args.alloc_wait
+    job_id = None
+    while time.time() < deadline and job_id is None:
+        rc, out, _ = run(["squeue", "-h", "-n", shape.name, "-o", "%i"], as_user=False)
+        ids = [int(x.split("+")[0].split("_")[0]) for x in out.split() if x[0].isdigit()]
+        if ids:
+            job_id = min(ids)
+            break
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    if job_id is not None:
+        shape.client = p  # stopped when the job is cancelled
+        return job_id, None
+    if p.poll() is None:
+        p.kill()
+    out, err = p.communicate()
+    return None, (err + out).strip() or f"no job named {shape.name} after {args.alloc_wait} s"
+
+
+def judge(shape, records, run, cluster, args, stats, kind, extra=""):
+    gh, elements, why = job_envelope(records, cluster)
+    cmd = shape.command(run) + extra
+    if gh > args.cap + 1e-6:
+        stats.violation(shape, kind, f"{cmd}\n      Slurm may grant {gh:.1f} GPU-hours > cap "
+                                     f"{args.cap:g}: {why}")
+    elif args.array_cap is not None and elements > 1 and gh * elements > args.array_cap + 1e-6:
+        stats.violation(shape, "array" if kind == "submit" else kind,
+                        f"{cmd}\n      array of {elements} x {gh:.1f} = {gh * elements:.1f} "
+                        f"GPU-hours > array cap {args.array_cap:g}: {why}")
+    return gh
+
+
+def one_shape(shape, run, cluster, args, stats):
+    stats.add("shapes")
+    shape.client = None
+    job_id, refused = submit(shape, run, args)
+    shape.job_id = job_id
+    if job_id is None:
+        by_plugin = "scaleguard" in (refused or "")
+        stats.add("refused_plugin" if by_plugin else "refused_slurm")
+        stats.refusal(refused, by_plugin)
+        if args.verbose:
+            print(f"[{shape.index}] refused: {shape.command(run)}\n      {refused}", flush=True)
+        return
+    records = job_records(run, job_id)
+    if not records:
+        stats.add("no_job")
+        return
+    stats.add("accepted")
+    shape.envelope = judge(shape, records, run, cluster, args, stats, "submit")
+    if args.verbose:
+        print(f"[{shape.index}] job {job_id} envelope {shape.envelope:.1f}: "
+              f"{shape.command(run)}", flush=True)
+    shape.records = records
+    for upd in shape.updates:
+        stats.add("updates")
+        argv = ["scontrol", "update", f"JobId={job_id}", upd]
+        rc, out, err = run(argv)
+        if rc:
+            stats.add("updates_refused")
+            continue
+        stats.add("updates_accepted")
+        records = job_records(run, job_id)
+        shape.envelope = judge(shape, records, run, cluster, args, stats,
+                               "update:" + upd.split("=")[0],
+                               f"   # job id {job_id}, then:\n      {run.show(argv)}")
+        shape.records = records
+
+
+def cancel(run, shapes):
+    ids = [str(s.job_id) for s in shapes if getattr(s, "job_id", None)]
+    for i in range(0, len(ids), 200):
+        run(["scancel"] + ids[i:i + 200], as_user=False)
+    for s in shapes:
+        c = getattr(s, "client", None)
+        if c is not None:
+            try:
+                c.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                c.kill()
+                c.communicate()
+
+
+# --- released sample: the allocation Slurm really makes ------------------------------------
+
+def sample_release(shape, run, cluster, args, stats):
+    """Releases one accepted held sbatch job, waits until it runs (bounded), checks the real
+    allocation x time limit, cancels it."""
+    stats.add("sampled")
+    job_id = shape.job_id
+    run(["scontrol", "release", str(job_id)])
+    deadline = time.time() + args.run_wait
+    recs = []
+    while time.time() < deadline:
+        recs = job_records(run, job_id)
+        states = {r.get("JobState") for r in recs}
+        if recs and states == {"RUNNING"}:
+            break
+        reasons = {r.get("Reason", "").split()[0] for r in recs if r.get("Reason")}
+        if recs and reasons and not reasons <= {"None", "Resources", "Priority", "Prolog",
+                                                "BeginTime", "JobHeldUser"}:
+            break  # can never start here (e.g. more nodes than exist)
+        time.sleep(0.2)
+    started = recs and all(r.get("JobState") == "RUNNING" for r in recs)
+    if started:
+        stats.add("sample_started")
+        gh = 0.0
+        detail = []
+        for r in recs:
+            gpus = sum(hostlist_len(nodes) * alloc_gpus(g) for nodes, g in r["_alloc"])
+            tmin = parse_time_min(r.get("TimeLimit"))
+            tmin = INF if tmin is None else tmin
+            gh += 0.0 if gpus == 0 else gpus * tmin / 60.0
+            detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
+        env = getattr(shape, "envelope", INF)
+        line = (f"{shape.command(run)}\n      released job {job_id}: allocated "
+                f"{'; '.join(detail)} = {gh:.1f} GPU-hours")
+        if gh > args.cap + 1e-6:
+            stats.violation(shape, "allocation", line + f" > cap {args.cap:g}")
+        elif gh > env + 1e-6:
+            stats.violation(shape, "oracle", line + f" > the oracle's envelope {env:.1f} "
+                                                    "(the oracle under-estimates)")
+        else:
+            stats.notes.append(f"sample ok: job {job_id} {'; '.join(detail)} = {gh:.1f} "
+                               f"<= envelope {env:.1f}")
+    else:
+        state = ",".join(f"{r.get('JobState')}/{r.get('Reason')}" for r in recs) or "gone"
+        stats.notes.append(f"sample: job {job_id} did not start within {args.run_wait:g} s "
+                           f"({state})")
+    run(["scancel", str(job_id)], as_user=False)
+    for _ in range(int(args.run_wait * 5)):
+        recs = job_records(run, job_id)
+        if not recs or all(r.get("JobState") not in ("RUNNING", "COMPLETING") for r in recs):
+            break
+        time.sleep(0.2)
+
+
+# --- main -----------------------------------------------------------------------------------
+
+def ctld_alive(run, pidfile):
+    rc, out, _ = run(["scontrol", "ping"], as_user=False)
+    ok = rc == 0 and "is UP" in out
+    if pidfile:
+        try:
+            pid = int(open(pidfile).read().split()[0])
+            os.kill(pid, 0)
+        except PermissionError:
+            pass
+        except (OSError, ValueError):
+            ok = False
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", type=int, default=300)
+    ap.add_argument("--cap", type=float, default=150.0, help="max_job_gpu_hours in force")
+    ap.add_argument("--array-cap", type=float, default=None,
+                    help="max_array_gpu_hours in force (arrays judged per element without it)")
+    ap.add_argument("--seed", type=int, default=None, help="default: $SEED, else random")
+    ap.add_argument("--user", default=os.environ.get("SCALEGUARD_TEST_USER", "sguser"))
+    ap.add_argument("--jobs", type=int, default=3, help="parallel submissions")
+    ap.add_argument("--batch", type=int, default=150, help="shapes held at once, then cancelled")
+    ap.add_argument("--sample", type=int, default=8, help="accepted jobs released and checked")
+    ap.add_argument("--run-wait", type=float, default=8.0, help="seconds a sample may take to start")
+    ap.add_argument("--alloc-wait", type=float, default=8.0,
+                    help="seconds salloc/srun may take to queue their held job")
+    ap.add_argument("--pidfile", default=None, help="slurmctld pid file (checked with ping)")
+    ap.add_argument("--tag", default=None, help="job name prefix (default sgprop-SEED)")
+    ap.add_argument("--max-print", type=int, default=40, help="violations printed in full")
+    ap.add_argument("--reasons", type=int, default=8, help="most frequent refusal reasons shown")
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per shape")
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else int(os.environ.get("SEED") or
+                                                        random.SystemRandom().randrange(1 << 31))
+    rng = random.Random(seed)
+    sample_rng = random.Random(seed + 1)  # outcomes never change the shapes drawn
+    tag = args.tag or f"sgp{seed}"
+    workdir = tempfile.mkdtemp(prefix="scaleguard-prop.")
+    os.chmod(workdir, 0o777)
+    run = Runner(args.user, workdir)
+    print(f"envelope property: SEED={seed} shapes={args.shapes} cap={args.cap:g} "
+          f"array_cap={args.array_cap} user={args.user} jobs={args.jobs}", flush=True)
+    if not ctld_alive(run, args.pidfile):
+        print("slurmctld does not answer", file=sys.stderr)
+        return 2
+    cluster = Cluster(run)
+    print(f"cluster: {cluster.describe()}", flush=True)
+
+    stats = Stats()
+    t0 = time.time()
+    alive = True
+    done = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        while done < args.shapes and alive:
+            n = min(args.batch, args.shapes - done)
+            shapes = [Shape(done + i, rng, tag, workdir) for i in range(n)]
+            list(pool.map(lambda s: one_shape(s, run, cluster, args, stats), shapes))
+            # Sample: this batch's share of the releases, accepted sbatch jobs with GPUs first.
+            quota = math.ceil(args.sample * (done + n) / args.shapes) - stats.c["sampled"]
+            cand = [x for x in shapes if x.tool in ("sbatch", "sbatch-het")
+                    and getattr(x, "job_id", None) and hasattr(x, "envelope")]
+            sample_rng.shuffle(cand)
+            cand.sort(key=lambda x: x.envelope == 0)
+            for x in cand[:max(0, quota)]:
+                sample_release(x, run, cluster, args, stats)
+            cancel(run, shapes)
+            done += n
+            alive = ctld_alive(run, args.pidfile)
+            el = time.time() - t0
+            print(f"  {done} shapes, {el:.0f} s ({done / el:.1f}/s), accepted "
+                  f"{stats.c['accepted']}, violations {len(stats.violations)}, slurmctld "
+                  f"{'alive' if alive else 'GONE'}", flush=True)
+    elapsed = time.time() - t0
+    alive = alive and ctld_alive(run, args.pidfile)
+
+    c = stats.c
+    print(f"\nsummary SEED={seed}: {c['shapes']} shapes in {elapsed:.0f} s "
+          f"({c['shapes'] / max(elapsed, 1e-9):.1f} shapes/s)")
+    print(f"  refused: {c['refused_plugin'] + c['refused_slurm']} (by scaleguard "
+          f"{c['refused_plugin']}, by Slurm {c['refused_slurm']}), accepted {c['accepted']}"
+          + (f", vanished {c['no_job']}" if c['no_job'] else ""))
+    for key, cnt in sorted(stats.reasons.items(), key=lambda kv: -kv[1])[:args.reasons]:
+        print(f"    {cnt:5d}  {key}")
+    print(f"  updates: {c['updates']} tried on accepted jobs, {c['updates_refused']} refused, "
+          f"{c['updates_accepted']} accepted")
+    print(f"  released sample: {c['sampled']} released, {c['sample_started']} started")
+    for note in stats.notes:
+        print(f"    {note}")
+    print(f"  violations: {len(stats.violations)}"
+          + (" by class: " + ", ".join(f"{k} {v}" for k, v in sorted(stats.by_class.items()))
+             if stats.violations else ""))
+    for cls, text in stats.violations[:args.max_print]:
+        print(f"  VIOLATION [{cls}] {text}")
+    if len(stats.violations) > args.max_print:
+        print(f"  ... {len(stats.violations) - args.max_print} more")
+    print(f"  slurmctld: {'alive' if alive else 'NOT ALIVE'}")
+    return 0 if alive and not stats.violations else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

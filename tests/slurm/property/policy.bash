@@ -1,0 +1,55 @@
+# The tight policy of the envelope property test, shared by tests/slurm/envelope_property.bats
+# and scripts/soak-envelope (source it; plain bash, no bats).
+#
+# prop_tighten_policy SETTINGS DIR CAP
+#   Copies the policy that SETTINGS (the cluster's etc/job_submit_scaleguard.conf) names into
+#   DIR/policy.ini with `max_job_gpu_hours = CAP reject`, `max_array_gpu_hours = CAP reject`
+#   when `scaleguard policy check` accepts that rule, `mode = enforce` where the policy has a
+#   mode, and no `trusted_users`; every other rule stays as shipped. Points SETTINGS at the copy
+#   (the original is kept as DIR/settings.orig; restart slurmctld afterwards). Prints the
+#   property script's arguments for it: `--cap CAP [--array-cap CAP]`.
+# prop_restore_policy SETTINGS DIR
+#   Puts the original SETTINGS back (restart slurmctld afterwards).
+prop_tighten_policy() {
+  local settings=$1 dir=$2 cap=$3 policy catalog checker=${SCALEGUARD_BUILD_DIR:-build}/planner/scaleguard
+  policy=$(sed -n 's/^policy=//p' "$settings" | tail -n 1)
+  [ -r "$policy" ] || { echo "prop_tighten_policy: no readable policy= in $settings" >&2; return 1; }
+  cp "$settings" "$dir/settings.orig"
+  cp "$policy" "$dir/policy.ini"
+  # The catalog stays where it is: its path made absolute (it is relative to the policy).
+  catalog=$(sed -n 's/^catalog *= *\([^ #]*\).*/\1/p' "$policy" | head -n 1)
+  [ -n "$catalog" ] && [ "${catalog:0:1}" != / ] &&
+    sed -i "s|^catalog *=.*|catalog = $(cd "$(dirname "$policy")" && pwd)/$catalog|" "$dir/policy.ini"
+  if grep -q '^max_job_gpu_hours *=' "$dir/policy.ini"; then
+    sed -i "s/^max_job_gpu_hours *=.*/max_job_gpu_hours = $cap reject/" "$dir/policy.ini"
+  else
+    sed -i "/^\[rules\]/a max_job_gpu_hours = $cap reject" "$dir/policy.ini"
+  fi
+  sed -i -e 's/^mode *=.*/mode = enforce/' -e '/^trusted_users *=/d' "$dir/policy.ini"
+  local args="--cap $cap"
+  if ! grep -q '^max_array_gpu_hours *=' "$dir/policy.ini"; then
+    cp "$dir/policy.ini" "$dir/policy.try"
+    sed -i "/^\[rules\]/a max_array_gpu_hours = $cap reject" "$dir/policy.try"
+    # The rule is new (issue 13): use it only where this build's checker knows it.
+    if [ -x "$checker" ] && "$checker" policy check "$dir/policy.try" >/dev/null 2>&1; then
+      mv "$dir/policy.try" "$dir/policy.ini"
+    else
+      rm -f "$dir/policy.try"
+    fi
+  fi
+  if grep -q '^max_array_gpu_hours *=' "$dir/policy.ini"; then
+    sed -i "s/^max_array_gpu_hours *=.*/max_array_gpu_hours = $cap reject/" "$dir/policy.ini"
+    args+=" --array-cap $cap"
+  fi
+  if [ -x "$checker" ] && ! "$checker" policy check "$dir/policy.ini" >&2; then
+    echo "prop_tighten_policy: $dir/policy.ini does not pass the checker" >&2
+    return 1
+  fi
+  chmod -R a+rX "$dir"
+  sed -i "s|^policy=.*|policy=$dir/policy.ini|" "$settings"
+  echo "$args"
+}
+
+prop_restore_policy() {
+  [ -f "$2/settings.orig" ] && cp "$2/settings.orig" "$1"
+}

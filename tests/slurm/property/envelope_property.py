@@ -331,7 +331,7 @@ def rand_time(rng):
 def rand_gpu_opts(rng, feats):
     """0-2 GPU request options."""
     opts = []
-    for _ in range(rng.choice([0, 1, 1, 1, 2])):
+    for _ in range(rng.choice([0, 1, 1, 1, 1, 1, 2])):
         kind = rng.choice(["gpus", "gpus", "gpn", "gres", "gres", "gpt", "gps", "suffix"])
         n = rng.choice([1, 1, 2, 4, 8, 8, 16])
         if kind == "gpus":
@@ -341,8 +341,10 @@ def rand_gpu_opts(rng, feats):
         elif kind == "gres":
             opts.append(f"--gres={rng.choice(['gpu', 'gpu:a100', 'gres/gpu'])}"
                         f"{rng.choice(['', ':' + str(min(n, 8))])}")
-        elif kind == "gpt":
+        elif kind == "gpt":  # Slurm wants a task count with it (mostly given here)
             opts.append(f"--gpus-per-task={rng.choice([1, 1, 2, 4, 8])}")
+            if rng.random() < 0.8:
+                opts.append(f"-n{rng.choice([1, 2, 4, 8, 16])}")
             feats.add("tasks")
         elif kind == "gps":
             opts += [f"--gpus-per-socket={rng.choice([1, 2, 4])}",
@@ -564,21 +566,27 @@ def submit(shape, run, args):
 
 
 def judge(shape, records, run, cluster, args, stats, kind, extra=""):
+    """Checks the invariant on Slurm's view of the job; a shape counts once (an update is
+    blamed only when the job was within the caps before it). Returns the envelope."""
     gh, elements, why = job_envelope(records, cluster)
     cmd = shape.command(run) + extra
+    text = None
     if gh > args.cap + 1e-6:
-        stats.violation(shape, kind, f"{cmd}\n      Slurm may grant {gh:.1f} GPU-hours > cap "
-                                     f"{args.cap:g}: {why}")
+        text = f"Slurm may grant {gh:.1f} GPU-hours > cap {args.cap:g}: {why}"
     elif args.array_cap is not None and elements > 1 and gh * elements > args.array_cap + 1e-6:
-        stats.violation(shape, "array" if kind == "submit" else kind,
-                        f"{cmd}\n      array of {elements} x {gh:.1f} = {gh * elements:.1f} "
-                        f"GPU-hours > array cap {args.array_cap:g}: {why}")
+        text = (f"array of {elements} x {gh:.1f} = {gh * elements:.1f} GPU-hours > array cap "
+                f"{args.array_cap:g}: {why}")
+        kind = "sbatch-array" if kind == "submit" else kind
+    if text and not shape.violated:
+        shape.violated = True
+        stats.violation(shape, kind, f"{cmd}\n      {text}")
     return gh
 
 
 def one_shape(shape, run, cluster, args, stats):
     stats.add("shapes")
     shape.client = None
+    shape.violated = False
     job_id, refused = submit(shape, run, args)
     shape.job_id = job_id
     if job_id is None:
@@ -717,6 +725,7 @@ def main():
     ap.add_argument("--max-print", type=int, default=40, help="violations printed in full")
     ap.add_argument("--reasons", type=int, default=8, help="most frequent refusal reasons shown")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per shape")
+    ap.add_argument("--dry-run", action="store_true", help="print the shapes, submit nothing")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else int(os.environ.get("SEED") or
                                                         random.SystemRandom().randrange(1 << 31))
@@ -726,6 +735,12 @@ def main():
     workdir = tempfile.mkdtemp(prefix="scaleguard-prop.")
     os.chmod(workdir, 0o777)
     run = Runner(args.user, workdir)
+    if args.dry_run:
+        for i in range(args.shapes):
+            shape = Shape(i, rng, tag, workdir)
+            print(shape.command(run) + "".join(f"\n    scontrol update JobId=ID {u}"
+                                               for u in shape.updates))
+        return 0
     print(f"envelope property: SEED={seed} shapes={args.shapes} cap={args.cap:g} "
           f"array_cap={args.array_cap} user={args.user} jobs={args.jobs}", flush=True)
     if not ctld_alive(run, args.pidfile):
@@ -774,6 +789,10 @@ def main():
     print(f"  released sample: {c['sampled']} released, {c['sample_started']} started")
     for note in stats.notes:
         print(f"    {note}")
+    shapes_bad = sum(1 for cls, _ in stats.violations if cls not in ("allocation", "oracle"))
+    print(f"  shapes over the cap: {shapes_bad} (at submission or after an update); released "
+          f"allocations over the cap: {stats.by_class.get('allocation', 0)}; oracle "
+          f"under-estimates: {stats.by_class.get('oracle', 0)}")
     print(f"  violations: {len(stats.violations)}"
           + (" by class: " + ", ".join(f"{k} {v}" for k, v in sorted(stats.by_class.items()))
              if stats.violations else ""))

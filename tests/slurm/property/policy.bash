@@ -41,8 +41,9 @@ prop_tighten_policy() {
     sed -i "s/^max_array_gpu_hours *=.*/max_array_gpu_hours = $cap reject/" "$dir/policy.ini"
     args+=" --array-cap $cap"
   fi
-  if [ -x "$checker" ] && ! "$checker" policy check "$dir/policy.ini" >&2; then
-    echo "prop_tighten_policy: $dir/policy.ini does not pass the checker" >&2
+  local out
+  if [ -x "$checker" ] && ! out=$("$checker" policy check "$dir/policy.ini" 2>&1); then
+    echo "prop_tighten_policy: $dir/policy.ini does not pass the checker: $out" >&2
     return 1
   fi
   chmod -R a+rX "$dir"

@@ -24,7 +24,8 @@ std::string slurm_time(int minutes) {
 
 // Minutes to ask for: the prediction plus 10%, at least 10 minutes, within max_time.
 int ask_minutes(double hours, const Partition& part) {
-  int m = static_cast<int>(std::ceil(std::max(hours * 60 * 1.1, 10.0)));
+  // Clamped before the cast: an absurd plan (1.5T parameters, 1e18 tokens) must not overflow.
+  int m = static_cast<int>(std::ceil(std::clamp(hours * 60 * 1.1, 10.0, 10.0 * 366 * 24 * 60)));
   if (part.max_time_min > 0) m = std::min(m, part.max_time_min);
   return m;
 }
@@ -166,7 +167,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
   auto check_caps = [&](double predicted_gpu_hours) {
     const int final_gpus = new_gpus ? (job.exclusive || part->exclusive ? new_nodes.value_or(1) * gpn : *new_gpus) : gpus;
     const int final_min = new_time.value_or(limit);
-    const double one = std::max(final_gpus * final_min / 60.0, predicted_gpu_hours);
+    const double one = std::max(static_cast<double>(final_gpus) * final_min / 60.0, predicted_gpu_hours);
     const double cap = j.threshold(RuleId::max_job_gpu_hours);
     const double with_het = one + job.het_prior_gpu_hours;
     if (j.on(RuleId::max_job_gpu_hours) && with_het > cap) {

@@ -16,9 +16,14 @@ namespace {
 long long ceil_div(long long a, long long b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 constexpr long long kMaxNodes = 100000;
 
+// Quotes at most 64 bytes of the user's text, control characters as '?': the message reaches
+// sbatch's output and slurmctld's log.
 Error list_error(const std::string& what, const std::string& text, const std::string& hint) {
   Error e;
-  e.message = what + " '" + text.substr(0, 64) + (text.size() > 64 ? "...'" : "'");
+  std::string shown = text.substr(0, 64);
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  e.message = what + " '" + shown + (text.size() > 64 ? "...'" : "'");
   e.hint = hint;
   return e;
 }

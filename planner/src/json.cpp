@@ -124,7 +124,7 @@ std::string to_json(const Decision& d) {
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : d.plan_env) env[k] = v;
   j["env"] = env;
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // user bytes may be any
 }
 
 }  // namespace scaleguard

@@ -51,6 +51,13 @@ inline void print_request(const scaleguard::JobRequest& j) {
                j.gpus_total, j.gpus_per_node, j.gpus_per_task, j.gpus_per_socket, j.gpu_type.c_str(), j.nodes_min,
                j.nodes_max, j.ntasks, j.time_limit_min, j.partition.c_str(), j.model.c_str(), j.tokens,
                j.single_gpu_hours, j.strategy.c_str(), j.deadline_hours, j.ckpt_dir.c_str(), j.ckpt_interval_min);
+#if __has_include("scaleguard/envelope.h")
+  std::fprintf(stderr,
+               "  nodes_listed=%d ntasks_per_node=%d sockets_per_node=%d exclusive=%d array_tasks=%d "
+               "het_component=%d het_prior_gpu_hours=%g\n",
+               j.nodes_listed, j.ntasks_per_node, j.sockets_per_node, j.exclusive, j.array_tasks, j.het_component,
+               j.het_prior_gpu_hours);
+#endif
 }
 
 inline bool has_control(const std::string& s) {

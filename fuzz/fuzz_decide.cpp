@@ -16,6 +16,9 @@
 #include "fuzz_common.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/policy.h"
+#if __has_include("scaleguard/envelope.h")
+#include "scaleguard/envelope.h"
+#endif
 
 namespace {
 
@@ -75,6 +78,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   job.deadline_hours = draw_double(in, 87840);
   job.ckpt_dir = kCkptDirs[in.ConsumeIntegralInRange<size_t>(0, 3)];
   job.ckpt_interval_min = draw_int(in, 0, 525600);
+#if __has_include("scaleguard/envelope.h")
+  // The envelope's inputs (drawn last, so that older seeds still read the same). Ranges as the
+  // request reader produces them: host list and array counts, Slurm's uint16 task/socket
+  // fields, the het job offset as a cast uint32 (anything but NO_VAL).
+  job.nodes_listed = draw_int(in, 0, 1000000);
+  job.ntasks_per_node = draw_int(in, 0, 65533);
+  job.sockets_per_node = draw_int(in, 0, 65533);
+  job.exclusive = in.ConsumeBool();
+  job.array_tasks = draw_int(in, 0, 10000000);
+  job.het_component = in.ConsumeBool() ? in.ConsumeIntegral<int>() : -1;
+  job.het_prior_gpu_hours = draw_double(in, 1e12);
+#endif
 
   if (sg_fuzz::verbose()) sg_fuzz::print_request(job);
   const scaleguard::Decision d = scaleguard::decide(job, policy);

@@ -232,7 +232,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       SG_FUZZ_CHECK(applied.rc == SLURM_SUCCESS || err_msg != nullptr, "a refusal without a message");
       check_user_text(err_msg, 4 * sg_slurm::kMaxMessage, "err_msg");
       slurm_xfree(reinterpret_cast<void**>(&err_msg));
-      check_user_text(job.comment, 2 * sg_slurm::kMaxComment + 8, "comment");
       if (decision.governed && applied.rc == SLURM_SUCCESS && !decision.shadow) {
         // The record job_modify will read must come back from the AdminComment.
         SG_FUZZ_CHECK(job.admin_comment != nullptr, "no AdminComment record");

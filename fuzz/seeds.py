@@ -93,7 +93,8 @@ CKPT_DIRS = ["", "/scratch/run1", "/fsx/a/b", "/tmp/x"]
 
 def job_decide(gpus=0, gpn=0, gpt=0, gps=0, gpu_type="", nodes_min=0, nodes_max=0, ntasks=0, time=0,
                partition="", model="", tokens=0, single_hours=0, strategy="auto", deadline=0, ckpt_dir="",
-               ckpt_interval=0):
+               ckpt_interval=0, nodes_listed=0, ntasks_per_node=0, sockets_per_node=0, exclusive=False,
+               array_tasks=0, het_component=-1, het_prior_gpu_hours=0):
     e = Encoder()
     for v in (gpus, gpn, gpt, gps):
         draw_int(e, 0, 100000, v)
@@ -112,6 +113,16 @@ def job_decide(gpus=0, gpn=0, gpt=0, gps=0, gpu_type="", nodes_min=0, nodes_max=
     draw_double(e, 87840, deadline)
     e.int_range(0, 3, CKPT_DIRS.index(ckpt_dir))
     draw_int(e, 0, 525600, ckpt_interval)
+    # The envelope's fields come last (a harness built without envelope.h stops before them).
+    draw_int(e, 0, 1000000, nodes_listed)
+    draw_int(e, 0, 65533, ntasks_per_node)
+    draw_int(e, 0, 65533, sockets_per_node)
+    e.boolean(exclusive)
+    draw_int(e, 0, 10000000, array_tasks)
+    e.boolean(het_component != -1)
+    if het_component != -1:
+        e.integral(-2**31, 2**31 - 1, het_component, 32)
+    draw_double(e, 1e12, het_prior_gpu_hours)
     return e.bytes()
 
 
@@ -134,6 +145,12 @@ DECIDE = {
     "absurd_gpus": dict(gpus=100000, model="1.5T", tokens=1e18, time=5270400),
     "per_node_times_nodes": dict(gpn=100000, nodes_min=1000000),
     "bad_model": dict(gpus=2, model="llama9-1t"),
+    "exclusive_node_range": dict(gpn=1, nodes_min=1, nodes_max=8, exclusive=True, model="7B", tokens=40e9),
+    "nodelist_tasks_per_node": dict(gpt=1, ntasks=8, nodes_listed=4, ntasks_per_node=2, time=600),
+    "sockets_per_node": dict(gps=1, sockets_per_node=2, nodes_min=2, nodes_max=2, model="350M"),
+    "array_of_16": dict(gpus=8, array_tasks=16, time=600, model="350M", tokens=7e9),
+    "het_second_component": dict(gpus=8, het_component=1, het_prior_gpu_hours=5000, time=1440),
+    "unlimited_time_no_intent": dict(gpn=8, nodes_min=2, time=-1),
 }
 
 
@@ -262,6 +279,11 @@ SUBMIT = {
     "update_gpus": dict(tres_job="gres:gpu:4", update=True, spank_env=[opt("train_model", "350M")]),
     "mixed_types": dict(tres_job="gres:gpu:h100:4,gres:gpu:a100:4"),
     "huge_per_node_times_nodes": dict(tres_node="gres:gpu:100000", min_nodes=1000000, max_nodes=1000000),
+    "exclusive_one_gpu_per_node": dict(tres_node="gres:gpu:1", shared=0, min_nodes=2, max_nodes=2, time_limit=600),
+    "nodelist_and_tasks": dict(tres_task="gres:gpu:1", num_tasks=8, ntasks_per_node=2, req_nodes="node[1-4]",
+                               time_limit=120),
+    "array_with_intent": dict(tres_job="gres:gpu:8", array_inx="0-15%4", time_limit=600,
+                              spank_env=[opt("train_model", "350M"), opt("train_tokens", "7B")]),
 }
 
 

@@ -13,7 +13,10 @@ setup() {
   work=$(user_dir)
   efa_lib=$SCALEGUARD_SOURCE_DIR/tests/slurm/data/sysfs/gpu-st-p4d-1/opt/amazon/ofi-nccl/lib
 }
-teardown() { rm -rf "$work"; }
+teardown() {
+  [ -z "${plan_job:-}" ] || scancel "$plan_job"   # a job a failed check left waiting
+  rm -rf "$work"
+}
 
 # Prints "PROCID NAME=VALUE ..." for the named variables, one task per line, sorted.
 show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT SLURMD_NODENAME \
@@ -170,6 +173,7 @@ needs_job_submit() {
   assert_success
   local id i
   id=$(parsed_job_id)
+  plan_job=$id
   for ((i = 0; i < 300; i++)); do [ -e "$work/started" ] && break; sleep 0.1; done
   [ -e "$work/started" ]
   run stat -c '%U %G %a %n' "$plans/$id" "$plans/$id.addr"

@@ -50,25 +50,29 @@ JobRequest hours(int minutes) {
 TEST(Envelope, NodeRangeIsJudgedAtItsMaximum) {
   JobRequest j = hours(10 * 60);
   j.gpus_per_node = 8, j.nodes_min = 1, j.nodes_max = 4;
-  Envelope e = envelope_of(j, od());
+  Partition open = od();
+  open.max_nodes = 0;  // the partition's size unknown to the policy
+  Envelope e = envelope_of(j, open);
   EXPECT_EQ(e.nodes, 4);
   EXPECT_EQ(e.gpus, 32);
-  Decision d = decide(j, tight());  // 32 x 10 h = 320 > 150; judged at 1 node it was 80
+  EXPECT_EQ(envelope_of(j, od()).gpus, 16);  // the dev partition has 2 nodes (max_nodes = 2)
+  Decision d = decide(j, tight());  // 16 x 10 h = 160 > 150; judged at 1 node it was 80
   EXPECT_EQ(d.action, Action::reject);
   EXPECT_TRUE(capped(d));
-  EXPECT_NE(d.message.find("up to 4 nodes"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("up to 2 nodes (1-4)"), std::string::npos) << d.message;
 }
 
 TEST(Envelope, TasksWithoutNodesSpreadOnePerNodeAndAreBounded) {
   JobRequest j = hours(60);
   j.gpus_per_node = 8, j.ntasks = 4;  // Slurm may place the 4 tasks on 4 nodes: 32 GPUs
-  Envelope e = envelope_of(j, od());
+  Partition open = od();
+  open.max_nodes = 0;
+  Envelope e = envelope_of(j, open);
   EXPECT_EQ(e.gpus, 32);
   ASSERT_TRUE(e.bound_max_nodes);
   EXPECT_EQ(*e.bound_max_nodes, 4);
   // The partition's size, when the policy knows it, bounds the spread.
-  Partition two = od();
-  two.max_nodes = 2;
+  const Partition& two = od();  // max_nodes = 2
   EXPECT_EQ(envelope_of(j, two).gpus, 16);
   EXPECT_EQ(*envelope_of(j, two).bound_max_nodes, 2);
 }

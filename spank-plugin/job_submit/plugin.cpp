@@ -140,7 +140,7 @@ scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobReq
   grow(r.gpus_per_task, u.gpus_per_task), grow(r.gpus_per_socket, u.gpus_per_socket);
   grow(r.nodes_min, u.nodes_min), grow(r.nodes_max, u.nodes_max), grow(r.ntasks, u.ntasks);
   grow(r.ntasks_per_node, u.ntasks_per_node), grow(r.sockets_per_node, u.sockets_per_node);
-  grow(r.nodes_listed, u.nodes_listed);
+  grow(r.nodes_listed, u.nodes_listed), grow(r.array_tasks, u.array_tasks);
   if (u.time_limit_min < 0 || (r.time_limit_min > 0 && u.time_limit_min > r.time_limit_min))
     r.time_limit_min = u.time_limit_min;
   if (!u.gpu_type.empty()) r.gpu_type = u.gpu_type;

@@ -340,9 +340,12 @@ PlanNote parse_plan_note(const std::string& admin_comment) {
       continue;
     }
     if (key == "[sg") {
-      // "[sg=ID]": the id of the decision in job_submit/scaleguard's decision log.
-      if (value.size() > 1 && value.size() <= 128 && value.back() == ']')
-        note.decision_id = value.substr(0, value.size() - 1);
+      // "[sg=ID]" or "[sg=ID;gj=16;...]" (job_submit's record of the request follows the id,
+      // its key=value items split off at ';' as tokens of their own and ignored): the id of
+      // the decision in job_submit/scaleguard's decision log.
+      std::string id = value;
+      if (!id.empty() && id.back() == ']') id.pop_back();
+      if (!id.empty() && id.size() <= 128) note.decision_id = id;
     } else if (key == "action") {
       note.action = lower(value);
     } else if (key == "strategy" || key == "plan") {

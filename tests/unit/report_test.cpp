@@ -263,6 +263,17 @@ TEST(ReportPlanNote, ReadsTheJobSubmitSummary) {
   EXPECT_EQ(later.ckpt_interval_s, 900);
   EXPECT_EQ(later.decision_id, "sg-2-7");
   EXPECT_EQ(rp::parse_plan_note("scaleguard: accept: ddp gpus=8 [sg=]").decision_id, "");
+  // job_submit's record of the request follows the id inside the brackets; its items (gj=,
+  // t=, p=, m=, st=, ...) are not plan tokens and change nothing.
+  auto rec = rp::parse_plan_note(
+      "scaleguard: accept: hybrid gpus=16 nodes=2 tp=8 pp=1 dp=2 zero=0 1.5h ~$98 on-demand "
+      "comm=0.15 ckpt=1200s [sg=sg-1733248200-42;gj=16;gn=8;n0=2;n1=2;t=10080;p=gpu-od;"
+      "m=llama2-7b;tok=3e%2B11;sgh=0;dl=0;st=hybrid]");
+  EXPECT_EQ(rec.decision_id, "sg-1733248200-42");
+  EXPECT_EQ(rec.strategy, "hybrid");
+  EXPECT_EQ(rec.gpus, 16);
+  EXPECT_DOUBLE_EQ(rec.comm_ratio, 0.15);
+  EXPECT_EQ(rec.ckpt_interval_s, 1200);
   // Garbage values are ignored, not trusted.
   auto g = rp::parse_plan_note("scaleguard: gpus=-3 comm=abc ckpt=soon ckpt=1e99");
   EXPECT_EQ(g.gpus, 0);

@@ -74,7 +74,8 @@ struct PlanNote {
   int gpus = 0;                 // GPUs the plan uses usefully; 0 = not given
   double comm_ratio = -1;       // communication not hidden / compute; < 0 = not given
   std::int64_t ckpt_interval_s = 0;  // 0 = no checkpoint interval known
-  std::string decision_id;      // "sg-1733248200-42" from "[sg=...]"; the decision log's id
+  std::string decision_id;      // "sg-1733248200-42" from "[sg=ID]" or "[sg=ID;record...]":
+                                // the decision log's id
 };
 PlanNote parse_plan_note(const std::string& admin_comment);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the fuzz harnesses (see fuzz/README.md).
-#   fuzz/run.sh --short            CI: each harness ~25 s (SCALEGUARD_FUZZ_SECONDS overrides)
+#   fuzz/run.sh --short            CI: each harness 20 s (SCALEGUARD_FUZZ_SECONDS overrides)
 #   fuzz/run.sh --long             each harness 300 s
 #   fuzz/run.sh --time S [HARNESS...]
 # Options:
@@ -17,7 +17,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 
-seconds=25
+seconds=20
 build_dir=$root/build-fuzz
 bin_dir=""
 keep=""
@@ -25,7 +25,7 @@ summary=""
 harnesses=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --short) seconds=${SCALEGUARD_FUZZ_SECONDS:-25} ;;
+    --short) seconds=${SCALEGUARD_FUZZ_SECONDS:-20} ;;
     --long) seconds=${SCALEGUARD_FUZZ_SECONDS:-300} ;;
     --time) seconds=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;

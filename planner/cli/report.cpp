@@ -340,7 +340,9 @@ int run(int argc, char** argv) {
       // the window could vanish. SUSPENDED keeps a job that ran in the window and is
       // suspended now (no end yet); CANCELLED adds the records of jobs cancelled while they
       // waited, which give a requeued job its final state.
+      // --delimiter: 0x1f, not '|': a '|' is common in AdminComment and easy in a job name.
       text = run_capture({"sacct", "-a", "-D", "--parsable2",
+                          std::string("--delimiter=") + rp::kSacctDelimiter,
                           "--state=RUNNING,SUSPENDED,CANCELLED",
                           "--format=" + std::string(rp::kSacctFormat),
                           "--starttime=" + rp::format_time(options.since),

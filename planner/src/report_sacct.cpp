@@ -14,6 +14,7 @@ namespace scaleguard::report {
 const char* const kSacctFormat =
     "JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
     "NNodes,ExitCode,NodeList,AdminComment";
+const char kSacctDelimiter = '\x1f';
 
 namespace {
 
@@ -164,6 +165,7 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
       col_req = -1, col_nodes = -1, col_exit = -1, col_nodelist = -1, col_admin_comment = -1,
       col_comment = -1;
   int line_no = 0;
+  char delim = '|';
   std::size_t pos = 0;
   while (pos < text.size()) {
     auto eol = text.find('\n', pos);
@@ -173,7 +175,12 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    auto fields = split(line, '|');
+    if (header.empty()) {
+      // The delimiter is told by the header: the unit separator (0x1f) that `scaleguard
+      // report` asks sacct for, or '|' (sacct's default) in a file saved by hand or before.
+      delim = line.find(kSacctDelimiter) != std::string::npos ? kSacctDelimiter : '|';
+    }
+    auto fields = split(line, delim);
 
     if (header.empty()) {
       header = fields;
@@ -195,7 +202,7 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
         else if (name == "exitcode") col_exit = c;
         else if (name == "nodelist") col_nodelist = c;
         else if (name == "admincomment") col_admin_comment = c;
-        else if (name == "comment") col_comment = c;   // only to rejoin a '|' in it, never read
+        else if (name == "comment") col_comment = c;   // never read; only counted as free text
       }
       const std::pair<int, const char*> required[] = {
           {col_job, "JobID"},     {col_user, "User"},         {col_partition, "Partition"},
@@ -208,25 +215,31 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
       continue;
     }
 
+    // A record must have exactly the header's fields. Slurm 22.05 puts no limit on the bytes
+    // of a job name (seen: '|', 0x1f and newlines all reach sacct's output unescaped), so a
+    // name holding the delimiter shifts every later column; rejoining its extra fields into a
+    // last comment column would let the name forge User, Partition, AllocTRES and the plan in
+    // AdminComment. The one exception: a '|' file whose only free-text column (JobName,
+    // Comment, AdminComment) is its last one, where a '|' in that text is joined back.
     if (fields.size() > header.size()) {
-      // Only a free-text comment may contain '|': join it back when it is the last column and
-      // no other comment column precedes it (a user's '|' in Comment would otherwise shift
-      // the user's text into the AdminComment after it).
       const int last = static_cast<int>(header.size()) - 1;
-      const bool admin_last = col_admin_comment == last && col_comment < 0;
-      const bool comment_last = col_comment == last && col_admin_comment < 0;
-      if (!admin_last && !comment_last)
+      const int free_text = (col_name >= 0) + (col_comment >= 0) + (col_admin_comment >= 0);
+      const bool last_is_free_text =
+          col_name == last || col_comment == last || col_admin_comment == last;
+      if (delim != '|' || free_text != 1 || !last_is_free_text)
         return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
-                                     std::to_string(header.size()));
-      std::string text = fields[last];
-      for (std::size_t i = header.size(); i < fields.size(); ++i) text += "|" + fields[i];
+                                     std::to_string(header.size()),
+                    "a field (a job name?) holds the delimiter: the record cannot be trusted");
+      std::string joined = fields[last];
+      for (std::size_t i = header.size(); i < fields.size(); ++i) joined += "|" + fields[i];
       fields.resize(header.size());
-      fields[last] = text;
+      fields[last] = joined;
     }
     if (fields.size() < header.size())
       return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
                                    std::to_string(header.size()),
-                  "a truncated line or a file that is not sacct --parsable2 output");
+                  "a truncated line, a job name with a newline, or a file that is not sacct "
+                  "--parsable2 output");
 
     auto get = [&](int col) { return col >= 0 ? fields[col] : std::string(); };
     Run run;

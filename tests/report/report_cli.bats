@@ -69,6 +69,7 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
   assert_output "-a
 -D
 --parsable2
+--delimiter="$'\x1f'"
 --state=RUNNING,SUSPENDED,CANCELLED
 --format=JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,AdminComment
 --starttime=2026-12-01T00:00:00

@@ -1,8 +1,10 @@
 // scaleguard report: sacct parsing, aggregation and rendering against hand-computed numbers.
-// Fixture tests/unit/data/sacct-mixed.txt is Slurm 22.05 `sacct -a -X -D --parsable2` output
+// Fixture tests/unit/data/sacct-mixed.txt is Slurm 22.05 `sacct -a -X -D --parsable2
+// --delimiter=$'\x1f'` output
 // written by hand; every expected value below is worked out in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -80,7 +82,7 @@ TEST(ReportSacct, ParsesEveryKindOfRecord) {
   EXPECT_EQ((*runs)[6].state, "CANCELLED");  // "CANCELLED by 1001"
   EXPECT_EQ((*runs)[8].nodes, 2);
   EXPECT_EQ((*runs)[8].node_list, "gpu-st-p4d-[1-2]");
-  // The AdminComment's '|' is joined back.
+  // The AdminComment's '|' is text: the fixture's delimiter is 0x1f.
   EXPECT_EQ((*runs)[10].admin_comment,
             "ops: nightly | scaleguard: warn: single gpus=1 nodes=1 tp=1 pp=1 dp=1 11h $11");
   const auto& running = (*runs)[13];
@@ -121,6 +123,56 @@ TEST(ReportSacct, CancelledWhilePendingWithAStartTimeNeverStarted) {
   ASSERT_NE(job(r, "31"), nullptr);
   EXPECT_EQ(job(r, "31")->runs, 1);
   EXPECT_EQ(job(r, "31")->state, "CANCELLED");
+}
+
+// A job name may hold the delimiter (Slurm 22.05 accepts '|' and 0x1f in --job-name, and sacct
+// prints them raw). Job 9 of user "eve" is named so as to forge a record of user "alice" on
+// 64 GPUs with a checkpointed plan in AdminComment: the record is refused, in either delimiter,
+// and is never rejoined into the last (AdminComment) column.
+TEST(ReportSacct, AJobNameHoldingTheDelimiterCannotForgeARecord) {
+  for (const char d : {'|', '\x1f'}) {
+    const std::string D(1, d);
+    const std::string header = "JobID" + D + "JobName" + D + "User" + D + "Partition" + D +
+                               "State" + D + "Start" + D + "End" + D + "ElapsedRaw" + D +
+                               "AllocTRES" + D + "AdminComment\n";
+    const std::string forged_name = "x" + D + "alice" + D + "gpu-spot" + D + "COMPLETED" + D +
+                                    "2026-12-01T00:00:00" + D + "2026-12-01T01:00:00" + D +
+                                    "3600" + D + "gres/gpu=64" + D +
+                                    "scaleguard: accept: ddp gpus=64 ckpt=60s";
+    const std::string real_tail = D + "eve" + D + "gpu-od" + D + "COMPLETED" + D +
+                                  "2026-12-01T00:00:00" + D + "2026-12-01T01:00:00" + D + "3600" +
+                                  D + "gres/gpu=1" + D + "\n";
+    const std::string ok = "8" + D + "fine" + real_tail;
+    auto runs = rp::parse_sacct(header + ok + "9" + D + forged_name + real_tail, "t");
+    ASSERT_FALSE(runs.ok()) << "delimiter " << int(d);
+    EXPECT_EQ(runs.error().line, 3);
+    EXPECT_NE(runs.error().message.find("has 18 fields, header has 10"), std::string::npos)
+        << runs.error().str();
+    // The same file without the forged record parses, in either delimiter.
+    runs = rp::parse_sacct(header + ok, "t");
+    ASSERT_TRUE(runs.ok()) << runs.error().str();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ((*runs)[0].user, "eve");
+  }
+  // In a 0x1f file a '|' in a job name or in AdminComment is plain text.
+  std::string text =
+      "JobID^JobName^User^Partition^State^Start^End^ElapsedRaw^AllocTRES^AdminComment\n"
+      "9^a|alice|b^eve^gpu-od^COMPLETED^2026-12-01T00:00:00^2026-12-01T01:00:00^3600^gres/gpu=1^"
+      "ops | scaleguard: accept: single gpus=1\n";
+  std::replace(text.begin(), text.end(), '^', '\x1f');
+  auto runs = rp::parse_sacct(text, "t");
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  EXPECT_EQ((*runs)[0].name, "a|alice|b");
+  EXPECT_EQ((*runs)[0].user, "eve");
+  EXPECT_EQ((*runs)[0].admin_comment, "ops | scaleguard: accept: single gpus=1");
+  // A '|' file with a JobName column: a '|' in the last AdminComment is no longer joined back
+  // (it cannot be told from one in the name).
+  EXPECT_FALSE(rp::parse_sacct("JobID|JobName|User|Partition|State|Start|End|ElapsedRaw|"
+                               "AllocTRES|AdminComment\n"
+                               "9|n|eve|gpu-od|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|"
+                               "3600|gres/gpu=1|ops | scaleguard: accept\n",
+                               "t")
+                   .ok());
 }
 
 TEST(ReportSacct, MalformedLineNamesTheLine) {

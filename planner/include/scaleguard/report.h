@@ -19,10 +19,13 @@ struct Policy;
 
 namespace scaleguard::report {
 
-// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). AdminComment is
-// last because it is free text: a '|' inside it is joined back instead of breaking the line.
-// The user-editable Comment is not asked for: nothing in it is trusted.
+// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). The user-editable
+// Comment is not asked for: nothing in it is trusted.
 extern const char* const kSacctFormat;  // "JobID,JobName,...,AdminComment"
+// The field delimiter asked for (sacct --parsable2 --delimiter=): the ASCII unit separator,
+// which AdminComment's " | " and ordinary job names do not contain. Slurm does not forbid it
+// in a job name, so parse_sacct also refuses any record whose field count is not the header's.
+extern const char kSacctDelimiter;
 
 // scaleguard-run's exit code for "stopped by SIGUSR1/SIGTERM after writing a checkpoint"
 // (runner/src/exit_codes.h); scripts/sbatch/train.sbatch requeues the job on it.
@@ -56,7 +59,9 @@ struct Run {
 };
 
 // Parses `sacct --parsable2` text with its header line (columns are found by name, so any
-// order works). Step records ("123.batch", "123.0") are not runs: they only set
+// order works; the delimiter is kSacctDelimiter if the header has it, else '|'). A record
+// with more or fewer fields than the header is an error naming its line (only in a '|' file
+// whose single free-text column is the last one is a '|' in that text joined back). Step records ("123.batch", "123.0") are not runs: they only set
 // checkpointed_stop on the run they follow. Errors name the source and line.
 Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source);
 

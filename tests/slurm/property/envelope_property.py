@@ -267,10 +267,11 @@ def component_envelope(rec, cluster):
                                 max(1, cpus // node_cores_per_socket)))
     n = gpu_count(rec.get("TresPerTask"))
     if n is not None:
-        tasks = int(rec.get("NumTasks", "1") or 1)
+        # --ntasks-per-node caps the tasks of a node (with -n it is a maximum; without, the
+        # count); else the tasks are NumTasks, or one per node when that is more.
         tpn = rec.get("NtasksPerN:B:S:C", "0").split(":")[0]
         tpn = int(tpn) if tpn.isdigit() else 0
-        tasks = max(tasks, tpn * max_nodes, max_nodes if tpn == 0 else 0)
+        tasks = tpn * max_nodes if tpn else max(int(rec.get("NumTasks", "1") or 1), max_nodes)
         total.append(n * tasks)
     if exclusive:
         per_node.append(node_gpus)  # whole nodes: every GPU on them
@@ -325,6 +326,7 @@ def rand_time(rng):
         lambda: f"{rng.randint(0, 9)}-{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00",
         lambda: f"{rng.randint(0, 30)}:{rng.randint(0, 59):02d}:00",
         lambda: "UNLIMITED", lambda: "INFINITE",
+        lambda: rng.choice(["0", "00:00:00", "2-0", "1-12", "90:00", "3-"]),  # 0: no limit
     ])()
 
 
@@ -352,7 +354,9 @@ def rand_gpu_opts(rng, feats):
             feats.add("sockets")
         elif kind == "suffix":
             opts.append(rng.choice(["--gres=gpu:1k", "--gres=gpu:a100:1k", "--gpus=1k",
-                                    "--gpus-per-node=1k", "--gres=gpu:0"]))
+                                    "--gpus-per-node=1k", "--gres=gpu:0", "--gres=gpu:1,gpu:1",
+                                    "--gres=gpu:a100:4,gpu:a100:4", "--gpus=a100:1,a100:1",
+                                    "--gpus-per-task=1k"]))
             feats.add("suffix")
     return opts
 
@@ -374,12 +378,23 @@ def rand_component(rng, feats, allow_intent=True):
     elif r < 0.45:
         o.append(f"--ntasks-per-node={rng.choice([1, 2, 4, 8])}")
         feats.add("tasks")
+    r = rng.random()
+    if r < 0.12:  # CPUs per task spread tasks over nodes
+        o.append(f"-c{rng.choice([2, 4, 8])}")
+        feats.add("tasks")
+    elif r < 0.17:
+        o.append(f"--ntasks-per-gpu={rng.choice([1, 2])}")
+        feats.add("tasks")
+    elif r < 0.22:
+        o.append(f"--cpus-per-gpu={rng.choice([1, 4])}")
     o += rand_gpu_opts(rng, feats)
     r = rng.random()
-    if r < 0.15:
+    if r < 0.04:
+        o.append("--oversubscribe")
+    elif r < 0.19:
         o.append("--exclusive")
         feats.add("exclusive")
-    elif r < 0.2:
+    elif r < 0.24:
         o.append("--exclusive=user")
         feats.add("exclusive")
     if rng.random() < 0.12:
@@ -419,6 +434,13 @@ UPDATES = [
     ("Partition", lambda rng: rng.choice(["gpu-spot", "gpu-od", "gpu-spot,gpu-od"])),
     ("OverSubscribe", lambda rng: rng.choice(["no", "NO", "user", "yes"])),
     ("ReqNodeList", lambda rng: rng.choice(["gpu-st-p4d-[1-2]", "gpu-st-p4d-2"])),
+    ("NumCPUs", lambda rng: rng.choice(["16", "9"])),
+    ("CpusPerTask", lambda rng: rng.choice(["8", "4"])),
+    ("MinCPUsNode", lambda rng: rng.choice(["8", "2"])),
+    ("ReqSockets", lambda rng: rng.choice(["8", "4"])),
+    ("TresPerSocket", lambda rng: rng.choice(["gres:gpu:2", "gres/gpu:8"])),
+    ("ArrayTaskThrottle", lambda rng: rng.choice(["0", "1"])),
+    ("ExcNodeList", lambda rng: "gpu-st-p4d-1"),
 ]
 
 
@@ -468,18 +490,26 @@ class Shape:
                 argv = ["sbatch", "--parsable"]
         elif self.tool == "salloc":
             argv = ["salloc", "--no-shell"] + base + rand_component(rng, self.feats)
-        else:
+        elif rng.random() < 0.8:
             argv = ["srun"] + base + rand_component(rng, self.feats) + ["true"]
+        else:  # srun het job: components separated by ':' (each with its command)
+            self.feats.add("sbatch-het")
+            argv = ["srun"] + base + rand_component(rng, self.feats, allow_intent=False) + ["true"]
+            argv += [":"] + rand_component(rng, self.feats, allow_intent=False) + ["true"]
         self.argv = argv
-        self.updates = []
-        if rng.random() < 0.3:
-            for key, val in rng.sample(UPDATES, rng.choice([1, 1, 2])):
-                self.updates.append(f"{key}={val(rng)}")
+        self.updates = []  # each entry: the fields of one `scontrol update` call
+        if rng.random() < 0.35:
+            fields = [f"{key}={val(rng)}" for key, val in rng.sample(UPDATES, rng.choice([1, 1, 2, 3]))]
+            self.updates = [fields] if rng.random() < 0.3 else [[f] for f in fields]
 
-    def command(self, run):
+    def command(self, run, applied=False):
+        """The submission as a command line; with applied=True, followed by the updates
+        Slurm accepted (job id as it was in this run)."""
         cmd = run.show(self.argv)
         if self.stdin is not None:
             cmd = f"printf %s {shlex.quote(self.stdin)} | " + cmd
+        if applied:
+            cmd += "".join(f"\n        then: {u}" for u in getattr(self, "applied", []))
         return cmd
 
 
@@ -587,6 +617,7 @@ def one_shape(shape, run, cluster, args, stats):
     stats.add("shapes")
     shape.client = None
     shape.violated = False
+    shape.applied = []  # accepted `scontrol update` command lines
     job_id, refused = submit(shape, run, args)
     shape.job_id = job_id
     if job_id is None:
@@ -608,15 +639,16 @@ def one_shape(shape, run, cluster, args, stats):
     shape.records = records
     for upd in shape.updates:
         stats.add("updates")
-        argv = ["scontrol", "update", f"JobId={job_id}", upd]
+        argv = ["scontrol", "update", f"JobId={job_id}"] + upd
         rc, out, err = run(argv)
         if rc:
             stats.add("updates_refused")
             continue
         stats.add("updates_accepted")
+        shape.applied.append(run.show(argv))
         records = job_records(run, job_id)
         shape.envelope = judge(shape, records, run, cluster, args, stats,
-                               "update:" + upd.split("=")[0],
+                               "update:" + "+".join(f.split("=")[0] for f in upd),
                                f"   # job id {job_id}, then:\n      {run.show(argv)}")
         shape.records = records
 
@@ -667,7 +699,7 @@ def sample_release(shape, run, cluster, args, stats):
             gh += 0.0 if gpus == 0 else gpus * tmin / 60.0
             detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
         env = getattr(shape, "envelope", INF)
-        line = (f"{shape.command(run)}\n      released job {job_id}: allocated "
+        line = (f"{shape.command(run, applied=True)}\n      released job {job_id}: allocated "
                 f"{'; '.join(detail)} = {gh:.1f} GPU-hours")
         if gh > args.cap + 1e-6:
             stats.violation(shape, "allocation", line + f" > cap {args.cap:g}")
@@ -679,8 +711,8 @@ def sample_release(shape, run, cluster, args, stats):
                                f"<= envelope {env:.1f}")
     else:
         state = ",".join(f"{r.get('JobState')}/{r.get('Reason')}" for r in recs) or "gone"
-        stats.notes.append(f"sample: job {job_id} did not start within {args.run_wait:g} s "
-                           f"({state})")
+        stats.notes.append(f"sample: job {job_id} did not start ({state}; waited at most "
+                           f"{args.run_wait:g} s): {shape.command(run, applied=True)}")
     run(["scancel", str(job_id)], as_user=False)
     for _ in range(int(args.run_wait * 5)):
         recs = job_records(run, job_id)
@@ -738,7 +770,7 @@ def main():
     if args.dry_run:
         for i in range(args.shapes):
             shape = Shape(i, rng, tag, workdir)
-            print(shape.command(run) + "".join(f"\n    scontrol update JobId=ID {u}"
+            print(shape.command(run) + "".join(f"\n    scontrol update JobId=ID {' '.join(u)}"
                                                for u in shape.updates))
         return 0
     print(f"envelope property: SEED={seed} shapes={args.shapes} cap={args.cap:g} "

@@ -242,12 +242,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check_user_text(f, sg_slurm::kMaxValue + 64, "TRES");
       check_env(job.spank_job_env, job.spank_job_env_size, "spank_job_env");
       check_env(job.environment, job.env_size, "environment");
-      // The plan the plugin exported into the spank env (the user's other entries are theirs).
+      // The plan the plugin exported into the spank env: the first entry of each name, which
+      // it overwrites (a refused, ungoverned or shadow job keeps the user's entries as sent).
+      const bool annotated = decision.governed && applied.rc == SLURM_SUCCESS && !decision.shadow;
       for (const auto& [name, value] : decision.plan_env) {
         const std::string prefix = name + "=";
-        for (uint32_t i = 0; job.spank_job_env && i < job.spank_job_env_size; ++i)
-          if (strncmp(job.spank_job_env[i], prefix.c_str(), prefix.size()) == 0)
-            check_user_text(job.spank_job_env[i], 1024, "spank_job_env plan entry");
+        for (uint32_t i = 0; annotated && job.spank_job_env && i < job.spank_job_env_size; ++i) {
+          if (strncmp(job.spank_job_env[i], prefix.c_str(), prefix.size()) != 0) continue;
+          check_user_text(job.spank_job_env[i], 1024, "spank_job_env plan entry");
+          break;
+        }
       }
     }
   } else {

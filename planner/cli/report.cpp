@@ -340,7 +340,8 @@ int run(int argc, char** argv) {
       // the window could vanish. SUSPENDED keeps a job that ran in the window and is
       // suspended now (no end yet); CANCELLED adds the records of jobs cancelled while they
       // waited, which give a requeued job its final state.
-      // --delimiter: 0x1f, not '|': a '|' is common in AdminComment and easy in a job name.
+      // --delimiter: 0x1f, not '|': a '|' is common in AdminComment. kSacctFormat asks for no
+      // column a user writes (JobName, Comment), so no record can be forged by its text.
       text = run_capture({"sacct", "-a", "-D", "--parsable2",
                           std::string("--delimiter=") + rp::kSacctDelimiter,
                           "--state=RUNNING,SUSPENDED,CANCELLED",
@@ -349,9 +350,20 @@ int run(int argc, char** argv) {
                           "--endtime=" + rp::format_time(options.until)});
       source = "sacct output";
     }
-    auto runs = rp::parse_sacct(text, source);
+    rp::SacctSkips skips;
+    auto runs = rp::parse_sacct(text, source, &skips);
     if (!runs) throw Failure{runs.error().str()};
-    const rp::Report report = rp::build_report(*runs, options);
+    // One bad record (a job name with newlines in a saved file, a cut line) must not deny
+    // everyone the report: it is skipped, and said so on stderr and in the report's notes.
+    const std::string skipped = skips.message();
+    if (!skipped.empty()) std::fprintf(stderr, "scaleguard report: %s: %s\n", source.c_str(), skipped.c_str());
+    rp::Report report = rp::build_report(*runs, options);
+    if (!skipped.empty()) report.notes.push_back(source + ": " + skipped);
+    if (!skips.user_text_column.empty())
+      report.notes.push_back(source + " has a " + skips.user_text_column +
+                             " column: it is not read, but users write any bytes there, so a "
+                             "record in this file may be forged by a job's text; save sacct "
+                             "output with the columns in docs/report.md");
     if (report.total.runs == 0) {
       const auto edge = [](std::int64_t t, const char* open) {
         return t >= 0 ? rp::format_time(t) : std::string(open);

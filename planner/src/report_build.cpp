@@ -140,7 +140,6 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
       jobs.emplace_back();
       JobSummary& s = jobs.back().summary;
       s.job_id = run.job_id;
-      s.name = run.name;
       s.user = run.user;
       s.account = run.account;
       s.partition = run.partition;

@@ -158,13 +158,13 @@ std::string render_html(const Report& r) {
   h += usage_table("user", r.by_user, same);
   h += usage_table("account", r.by_account, same);
   h += usage_table("state", r.by_state, same);
-  h += "\n<h2>Jobs</h2><table><tr><th>job</th><th class=\"l\">name</th><th class=\"l\">user</th>"
+  h += "\n<h2>Jobs</h2><table><tr><th>job</th><th class=\"l\">user</th>"
        "<th class=\"l\">partition</th><th class=\"l\">state</th><th>runs</th><th>GPUs</th><th>GPU-h</th><th>wasted GPU-h</th><th>cost $</th>"
        "<th class=\"l\">flags</th></tr>";
   for (const auto& j : r.jobs) {
     std::string flags;
     for (const auto& f : j.flags) flags += "<div class=\"flag\">" + esc(f) + "</div>";
-    h += "<tr><td>" + esc(j.job_id) + "</td><td class=\"l\">" + esc(j.name) + "</td><td class=\"l\">" +
+    h += "<tr><td>" + esc(j.job_id) + "</td><td class=\"l\">" +
          esc(j.user) + "</td><td class=\"l\">" + esc(j.partition) + "</td><td class=\"l\">" +
          esc(j.state) + "</td><td>" + std::to_string(j.runs) + "</td><td>" + std::to_string(j.gpus) +
          "</td><td>" + hours(j.gpu_hours) + "</td><td>" + hours(j.wasted_gpu_hours) +

@@ -35,7 +35,7 @@ std::string render_json(const Report& r) {
   j["by_day"] = groups(r.by_day, [](std::int64_t d) { return format_day(d); });
   j["jobs"] = nlohmann::json::array();
   for (const auto& job : r.jobs)
-    j["jobs"].push_back({{"job_id", job.job_id},       {"name", job.name},
+    j["jobs"].push_back({{"job_id", job.job_id},
                          {"user", job.user},           {"account", job.account},
                          {"partition", job.partition}, {"state", job.state},
                          {"runs", job.runs},           {"gpus", job.gpus},
@@ -43,7 +43,7 @@ std::string render_json(const Report& r) {
                          {"cost_usd", job.cost_usd},   {"wasted_usd", job.wasted_usd},
                          {"flags", job.flags}});
   j["notes"] = r.notes;
-  // Invalid UTF-8 in job names (sacct passes bytes through) becomes U+FFFD, not an exception.
+  // Invalid UTF-8 (sacct passes bytes through) becomes U+FFFD, not an exception.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

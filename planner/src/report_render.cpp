@@ -45,13 +45,13 @@ std::string render_text(const Report& r) {
   usage_table(out, "DAY", r.by_day, [](std::int64_t d) { return format_day(d); });
 
   if (!r.jobs.empty()) {
-    out += "\n" + pad("JOBID", 12, false) + " " + pad("NAME", 16, false) + " " +
+    out += "\n" + pad("JOBID", 12, false) + " " +
            pad("USER", 10, false) + " " + pad("PARTITION", 10, false) + " " +
            pad("STATE", 13, false) + " " + pad("RUNS", 4, true) + " " + pad("GPUS", 4, true) +
            " " + pad("GPU-H", 9, true) + " " + pad("WASTED", 9, true) + " " +
            pad("COST $", 10, true) + "\n";
     for (const auto& j : r.jobs) {
-      out += pad(cell(j.job_id, 12), 12, false) + " " + pad(cell(j.name, 16), 16, false) + " " +
+      out += pad(cell(j.job_id, 12), 12, false) + " " +
              pad(cell(j.user, 10), 10, false) + " " + pad(cell(j.partition, 10), 10, false) + " " +
              pad(cell(j.state, 13), 13, false) + " " + pad(std::to_string(j.runs), 4, true) + " " +
              pad(std::to_string(j.gpus), 4, true) + " " + pad(hours(j.gpu_hours), 9, true) +

@@ -1,5 +1,6 @@
 // Reading sacct --parsable2 text and the plan summary job_submit/scaleguard leaves in the
-// job's AdminComment. Everything is bounded and locale-free; bad input is an Error naming the line.
+// job's AdminComment. Everything is bounded and locale-free. A bad header is an Error; a bad
+// record is skipped and counted (SacctSkips), so one job cannot deny everyone the report.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -12,7 +13,7 @@
 namespace scaleguard::report {
 
 const char* const kSacctFormat =
-    "JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
+    "JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
     "NNodes,ExitCode,NodeList,AdminComment";
 const char kSacctDelimiter = '\x1f';
 
@@ -153,99 +154,149 @@ std::string format_time(std::int64_t t) {
 
 std::string format_day(std::int64_t t) { return format_time(t).substr(0, 10); }
 
-Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source) {
+Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source,
+                                     SacctSkips* skips) {
   auto fail = [&](int line, const std::string& field, const std::string& message,
                   const std::string& hint = "") {
     return Error{message, source, line, field, hint};
   };
-  std::vector<Run> runs;
-  std::vector<std::string> header;
-  int col_job = -1, col_name = -1, col_user = -1, col_account = -1, col_partition = -1,
-      col_state = -1, col_start = -1, col_end = -1, col_elapsed = -1, col_alloc = -1,
-      col_req = -1, col_nodes = -1, col_exit = -1, col_nodelist = -1, col_admin_comment = -1,
-      col_comment = -1;
-  int line_no = 0;
-  char delim = '|';
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    std::string line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (header.empty()) {
-      // The delimiter is told by the header: the unit separator (0x1f) that `scaleguard
-      // report` asks sacct for, or '|' (sacct's default) in a file saved by hand or before.
-      delim = line.find(kSacctDelimiter) != std::string::npos ? kSacctDelimiter : '|';
-    }
-    auto fields = split(line, delim);
+  SacctSkips local;
+  SacctSkips& skipped = skips ? *skips : local;
+  skipped = SacctSkips{};
+  // Skips lines first..last as one malformed record.
+  auto skip = [&](int first, int last, const std::string& reason) {
+    ++skipped.count;
+    if (skipped.first_lines.size() < 5)
+      skipped.first_lines.push_back(first == last ? std::to_string(first)
+                                                  : std::to_string(first) + "-" + std::to_string(last));
+    if (skipped.first_reason.empty())
+      skipped.first_reason = "line " + std::to_string(first) + ": " + reason;
+  };
 
-    if (header.empty()) {
-      header = fields;
-      for (std::size_t i = 0; i < header.size(); ++i) {
-        const std::string name = lower(header[i]);
-        const int c = static_cast<int>(i);
-        if (name == "jobid") col_job = c;
-        else if (name == "jobname") col_name = c;
-        else if (name == "user") col_user = c;
-        else if (name == "account") col_account = c;
-        else if (name == "partition") col_partition = c;
-        else if (name == "state") col_state = c;
-        else if (name == "start") col_start = c;
-        else if (name == "end") col_end = c;
-        else if (name == "elapsedraw") col_elapsed = c;
-        else if (name == "alloctres") col_alloc = c;
-        else if (name == "reqtres") col_req = c;
-        else if (name == "nnodes") col_nodes = c;
-        else if (name == "exitcode") col_exit = c;
-        else if (name == "nodelist") col_nodelist = c;
-        else if (name == "admincomment") col_admin_comment = c;
-        else if (name == "comment") col_comment = c;   // never read; only counted as free text
-      }
-      const std::pair<int, const char*> required[] = {
-          {col_job, "JobID"},     {col_user, "User"},         {col_partition, "Partition"},
-          {col_state, "State"},   {col_start, "Start"},       {col_end, "End"},
-          {col_elapsed, "ElapsedRaw"}, {col_alloc, "AllocTRES"}};
-      for (const auto& [col, name] : required)
-        if (col < 0)
-          return fail(line_no, name, "header has no " + std::string(name) + " column",
-                      "run sacct --parsable2 --format=" + std::string(kSacctFormat));
-      continue;
+  // Split into lines first: a record is judged with the lines after it in view.
+  struct Line { int no; std::string text; };
+  std::vector<Line> lines;
+  {
+    int line_no = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      auto eol = text.find('\n', pos);
+      if (eol == std::string::npos) eol = text.size();
+      std::string line = text.substr(pos, eol - pos);
+      pos = eol + 1;
+      ++line_no;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      lines.push_back({line_no, std::move(line)});
     }
+  }
+  if (lines.empty())
+    return fail(0, "", "is empty: no sacct header line",
+                "run sacct --parsable2 --format=" + std::string(kSacctFormat));
+
+  // The header. The delimiter is told by it: the unit separator (0x1f) that `scaleguard
+  // report` asks sacct for, or '|' (sacct's default) in a file saved by hand or before.
+  const char delim = lines[0].text.find(kSacctDelimiter) != std::string::npos ? kSacctDelimiter : '|';
+  const std::vector<std::string> header = split(lines[0].text, delim);
+  const std::size_t n_cols = header.size();
+  int col_job = -1, col_user = -1, col_account = -1, col_partition = -1, col_state = -1,
+      col_start = -1, col_end = -1, col_elapsed = -1, col_alloc = -1, col_req = -1,
+      col_nodes = -1, col_exit = -1, col_nodelist = -1, col_admin_comment = -1;
+  // JobName and Comment: what users write, never read (a saved file may have them).
+  int col_name = -1, col_comment = -1;
+  for (std::size_t i = 0; i < n_cols; ++i) {
+    const std::string name = lower(header[i]);
+    const int c = static_cast<int>(i);
+    if (name == "jobid") col_job = c;
+    else if (name == "jobname") col_name = c;
+    else if (name == "user") col_user = c;
+    else if (name == "account") col_account = c;
+    else if (name == "partition") col_partition = c;
+    else if (name == "state") col_state = c;
+    else if (name == "start") col_start = c;
+    else if (name == "end") col_end = c;
+    else if (name == "elapsedraw") col_elapsed = c;
+    else if (name == "alloctres") col_alloc = c;
+    else if (name == "reqtres") col_req = c;
+    else if (name == "nnodes") col_nodes = c;
+    else if (name == "exitcode") col_exit = c;
+    else if (name == "nodelist") col_nodelist = c;
+    else if (name == "admincomment") col_admin_comment = c;
+    else if (name == "comment") col_comment = c;
+  }
+  const std::pair<int, const char*> required[] = {
+      {col_job, "JobID"},     {col_user, "User"},         {col_partition, "Partition"},
+      {col_state, "State"},   {col_start, "Start"},       {col_end, "End"},
+      {col_elapsed, "ElapsedRaw"}, {col_alloc, "AllocTRES"}};
+  for (const auto& [col, name] : required)
+    if (col < 0)
+      return fail(lines[0].no, name, "header has no " + std::string(name) + " column",
+                  "run sacct --parsable2 --format=" + std::string(kSacctFormat));
+  if (col_name >= 0) skipped.user_text_column = header[col_name];
+  else if (col_comment >= 0) skipped.user_text_column = header[col_comment];
+  const bool user_text = col_name >= 0 || col_comment >= 0;
+
+  std::vector<Run> runs;
+  for (std::size_t li = 1; li < lines.size(); ++li) {
+    const int line_no = lines[li].no;
+    auto fields = split(lines[li].text, delim);
 
     // A record must have exactly the header's fields. Slurm 22.05 puts no limit on the bytes
-    // of a job name (seen: '|', 0x1f and newlines all reach sacct's output unescaped), so a
-    // name holding the delimiter shifts every later column; rejoining its extra fields into a
-    // last comment column would let the name forge User, Partition, AllocTRES and the plan in
-    // AdminComment. The one exception: a '|' file whose only free-text column (JobName,
-    // Comment, AdminComment) is its last one, where a '|' in that text is joined back.
-    if (fields.size() > header.size()) {
-      const int last = static_cast<int>(header.size()) - 1;
+    // of a job name or Comment (seen: '|', 0x1f and newlines all reach sacct's output
+    // unescaped), so in a file with such a column a field can hold the delimiter (too many
+    // fields) or a newline (the record's first and last lines have too few, and every line
+    // between them, which may look like a whole record, is text inside the field). Such a
+    // record is skipped, never rejoined. The one exception: a '|' file whose only free-text
+    // column (JobName, Comment, AdminComment) is its last one, where a '|' in that text is
+    // joined back.
+    if (fields.size() > n_cols) {
+      const int last = static_cast<int>(n_cols) - 1;
       const int free_text = (col_name >= 0) + (col_comment >= 0) + (col_admin_comment >= 0);
       const bool last_is_free_text =
           col_name == last || col_comment == last || col_admin_comment == last;
-      if (delim != '|' || free_text != 1 || !last_is_free_text)
-        return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
-                                     std::to_string(header.size()),
-                    "a field (a job name?) holds the delimiter: the record cannot be trusted");
+      if (delim != '|' || free_text != 1 || !last_is_free_text) {
+        skip(line_no, line_no, "has " + std::to_string(fields.size()) + " fields, header has " +
+                                   std::to_string(n_cols) + " (a field holds the delimiter)");
+        continue;
+      }
       std::string joined = fields[last];
-      for (std::size_t i = header.size(); i < fields.size(); ++i) joined += "|" + fields[i];
-      fields.resize(header.size());
+      for (std::size_t i = n_cols; i < fields.size(); ++i) joined += "|" + fields[i];
+      fields.resize(n_cols);
       fields[last] = joined;
     }
-    if (fields.size() < header.size())
-      return fail(line_no, "", "has " + std::to_string(fields.size()) + " fields, header has " +
-                                   std::to_string(header.size()),
-                  "a truncated line, a job name with a newline, or a file that is not sacct "
-                  "--parsable2 output");
+    if (fields.size() < n_cols) {
+      // With a user-written column, a short line may be the head of a record whose text holds
+      // newlines: the record runs to the next short line that, joined with it and the lines
+      // between, reaches the header's field count (its tail). Every line from head to tail is
+      // skipped as one record. Without such a tail the short line is skipped alone.
+      std::size_t tail = li;
+      if (user_text) {
+        std::size_t joined = fields.size();
+        for (std::size_t k = li + 1; k < lines.size(); ++k) {
+          const std::size_t f = split(lines[k].text, delim).size();
+          joined += f - 1;
+          if (f < n_cols && joined >= n_cols) {
+            tail = k;
+            break;
+          }
+        }
+      }
+      skip(line_no, lines[tail].no,
+           "has " + std::to_string(fields.size()) + " fields, header has " +
+               std::to_string(n_cols) +
+               (tail > li ? " (a record whose text holds newlines)" : " (a truncated line?)"));
+      li = tail;
+      continue;
+    }
 
     auto get = [&](int col) { return col >= 0 ? fields[col] : std::string(); };
+    auto bad = [&](const std::string& field, const std::string& message) {
+      skip(line_no, line_no, field + ": " + message);
+    };
     Run run;
     run.line = line_no;
     run.job_id = get(col_job);
-    if (run.job_id.empty()) return fail(line_no, "JobID", "is empty");
+    if (run.job_id.empty()) { bad("JobID", "is empty"); continue; }
     // Steps (123.batch, 123.0, 123.extern) appear without -X, after their run's allocation
     // line, which covers their GPU time. A step that exited with the runner's "stopped after
     // a checkpoint" code tells that the run's work was saved before it ended.
@@ -255,44 +306,47 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
         runs.back().checkpointed_stop = true;
       continue;
     }
-    run.name = get(col_name);
     run.user = get(col_user);
     run.account = get(col_account);
     run.partition = get(col_partition);
     const std::string state = get(col_state);
     run.state = state.substr(0, state.find(' '));
-    if (run.state.empty()) return fail(line_no, "State", "is empty");
+    if (run.state.empty()) { bad("State", "is empty"); continue; }
 
     auto start = optional_time(get(col_start));
-    if (!start) return fail(line_no, "Start", start.error().message, start.error().hint);
+    if (!start) { bad("Start", start.error().message); continue; }
     run.start = *start;
     auto end = optional_time(get(col_end));
-    if (!end) return fail(line_no, "End", end.error().message, end.error().hint);
+    if (!end) { bad("End", end.error().message); continue; }
     run.end = *end;
 
     long long elapsed = 0;
-    if (!parse_uint(get(col_elapsed), kMaxElapsed, elapsed))
-      return fail(line_no, "ElapsedRaw",
-                  "'" + get(col_elapsed) + "' is not a number of seconds",
-                  "use ElapsedRaw (seconds), not Elapsed ([DD-]HH:MM:SS)");
+    if (!parse_uint(get(col_elapsed), kMaxElapsed, elapsed)) {
+      bad("ElapsedRaw", "'" + get(col_elapsed) + "' is not a number of seconds");
+      continue;
+    }
     run.elapsed_s = elapsed;
-    if (elapsed > 0 && run.start < 0)
-      return fail(line_no, "Start", "is unknown but the job ran " + std::to_string(elapsed) + " s");
+    if (elapsed > 0 && run.start < 0) {
+      bad("Start", "is unknown but the job ran " + std::to_string(elapsed) + " s");
+      continue;
+    }
 
     auto alloc = gpus_in_tres(get(col_alloc));
-    if (!alloc) return fail(line_no, "AllocTRES", alloc.error().message);
+    if (!alloc) { bad("AllocTRES", alloc.error().message); continue; }
     run.gpus = *alloc;
     // A job cancelled while pending may carry Start = End (Slurm stamps both at the cancel)
     // but was never allocated anything: it did not start.
     if (elapsed == 0 && get(col_alloc).empty()) run.start = -1;
     auto req = gpus_in_tres(get(col_req));
-    if (!req) return fail(line_no, "ReqTRES", req.error().message);
+    if (!req) { bad("ReqTRES", req.error().message); continue; }
     run.gpus_requested = *req;
 
     if (col_nodes >= 0 && !get(col_nodes).empty()) {
       long long n = 0;
-      if (!parse_uint(get(col_nodes), 1000000, n))
-        return fail(line_no, "NNodes", "'" + get(col_nodes) + "' is not a node count");
+      if (!parse_uint(get(col_nodes), 1000000, n)) {
+        bad("NNodes", "'" + get(col_nodes) + "' is not a node count");
+        continue;
+      }
       run.nodes = static_cast<int>(n);
     }
     run.exit_code = get(col_exit);
@@ -300,10 +354,15 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     run.admin_comment = get(col_admin_comment);
     runs.push_back(std::move(run));
   }
-  if (header.empty())
-    return fail(0, "", "is empty: no sacct header line",
-                "run sacct --parsable2 --format=" + std::string(kSacctFormat));
   return runs;
+}
+
+std::string SacctSkips::message() const {
+  if (count == 0) return "";
+  std::string where;
+  for (const auto& l : first_lines) where += (where.empty() ? "" : ", ") + l;
+  return "skipped " + std::to_string(count) + " malformed sacct record" + (count == 1 ? "" : "s") +
+         " (first at lines " + where + "; " + first_reason + ")";
 }
 
 namespace {

@@ -6,6 +6,7 @@
 bats_load_library_path=/usr/lib/bats
 load "$bats_load_library_path/bats-support/load"
 load "$bats_load_library_path/bats-assert/load"
+bats_require_minimum_version 1.5.0
 
 setup() {
   : "${SCALEGUARD_BIN:?}" "${SCALEGUARD_SOURCE_DIR:?}" "${SCALEGUARD_TEST_DATA:?}"
@@ -71,7 +72,7 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
 --parsable2
 --delimiter="$'\x1f'"
 --state=RUNNING,SUSPENDED,CANCELLED
---format=JobID,JobName,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,AdminComment
+--format=JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,AdminComment
 --starttime=2026-12-01T00:00:00
 --endtime=2026-12-03T00:00:00"
 }
@@ -102,10 +103,27 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
   assert_output "scaleguard report: sacct failed (exit 1): sacct: error: Problem talking to the database: Connection refused"
 }
 
-@test "a malformed sacct line is named" {
-  run report --sacct-file "$SCALEGUARD_TEST_DATA/sacct-malformed.txt"
-  assert_failure 1
-  assert_output --partial "sacct-malformed.txt:3: has 7 fields, header has 15"
+@test "a malformed sacct record is skipped, counted and named; the others are reported" {
+  run --separate-stderr report --sacct-file "$SCALEGUARD_TEST_DATA/sacct-malformed.txt" --json
+  assert_success
+  [[ "$stderr" == *"sacct-malformed.txt: skipped 1 malformed sacct record (first at lines 3; line 3: has 7 fields, header has 15"* ]]
+  run jq -r '.total.runs, (.jobs[].job_id), (.notes[] | select(startswith("'"$SCALEGUARD_TEST_DATA"'/sacct-malformed.txt: skipped 1")) | "note")' <<<"$output"
+  assert_output "2
+201
+203
+note"
+  # A job name holding newlines and a whole forged record (saved file with JobName): the
+  # record from its head to its tail is skipped; dave, whose record it forges, gets nothing.
+  { head -2 "$SCALEGUARD_TEST_DATA/sacct-malformed.txt"
+    printf '9|x\n10|n|dave|ml|gpu-spot|COMPLETED|2026-12-01T01:00:00|2026-12-01T02:00:00|3600|gres/gpu=64||1|0:0|n1|\ny|eve|ml|gpu-od|COMPLETED|2026-12-01T01:00:00|2026-12-01T02:00:00|3600|gres/gpu=1||1|0:0|n1|\n'
+  } > "$BATS_TEST_TMPDIR/forged.txt"
+  run report --sacct-file "$BATS_TEST_TMPDIR/forged.txt"
+  assert_success
+  assert_output --partial "skipped 1 malformed sacct record (first at lines 3-5;"
+  refute_output --partial "dave"
+  run --separate-stderr report --sacct-file "$BATS_TEST_TMPDIR/forged.txt" --json
+  run jq -r '.by_user | keys | join(",")' <<<"$output"
+  assert_output "alice"
   printf 'not|sacct\n1|2\n' > "$BATS_TEST_TMPDIR/other.txt"
   run report --sacct-file "$BATS_TEST_TMPDIR/other.txt"
   assert_failure 1

@@ -126,9 +126,10 @@ TEST(ReportSacct, CancelledWhilePendingWithAStartTimeNeverStarted) {
 }
 
 // A job name may hold the delimiter (Slurm 22.05 accepts '|' and 0x1f in --job-name, and sacct
-// prints them raw). Job 9 of user "eve" is named so as to forge a record of user "alice" on
-// 64 GPUs with a checkpointed plan in AdminComment: the record is refused, in either delimiter,
-// and is never rejoined into the last (AdminComment) column.
+// prints them raw). `scaleguard report` no longer asks for JobName, but a saved file may have
+// it. Job 9 of user "eve" is named so as to forge a record of user "alice" on 64 GPUs with a
+// checkpointed plan in AdminComment: the record is skipped and counted, in either delimiter,
+// never rejoined into the last (AdminComment) column, and the other records are still read.
 TEST(ReportSacct, AJobNameHoldingTheDelimiterCannotForgeARecord) {
   for (const char d : {'|', '\x1f'}) {
     const std::string D(1, d);
@@ -143,16 +144,24 @@ TEST(ReportSacct, AJobNameHoldingTheDelimiterCannotForgeARecord) {
                                   "2026-12-01T00:00:00" + D + "2026-12-01T01:00:00" + D + "3600" +
                                   D + "gres/gpu=1" + D + "\n";
     const std::string ok = "8" + D + "fine" + real_tail;
-    auto runs = rp::parse_sacct(header + ok + "9" + D + forged_name + real_tail, "t");
-    ASSERT_FALSE(runs.ok()) << "delimiter " << int(d);
-    EXPECT_EQ(runs.error().line, 3);
-    EXPECT_NE(runs.error().message.find("has 18 fields, header has 10"), std::string::npos)
-        << runs.error().str();
-    // The same file without the forged record parses, in either delimiter.
-    runs = rp::parse_sacct(header + ok, "t");
+    rp::SacctSkips skips;
+    auto runs = rp::parse_sacct(header + ok + "9" + D + forged_name + real_tail + ok, "t", &skips);
+    ASSERT_TRUE(runs.ok()) << runs.error().str();
+    ASSERT_EQ(runs->size(), 2u) << "delimiter " << int(d);
+    for (const auto& r : *runs) EXPECT_EQ(r.user, "eve");
+    EXPECT_EQ(skips.count, 1);
+    EXPECT_EQ(skips.first_lines, std::vector<std::string>{"3"});
+    EXPECT_NE(skips.first_reason.find("has 18 fields, header has 10"), std::string::npos)
+        << skips.first_reason;
+    EXPECT_EQ(skips.user_text_column, "JobName");
+    EXPECT_EQ(skips.message().rfind("skipped 1 malformed sacct record (first at lines 3; ", 0), 0u)
+        << skips.message();
+    // The same file without the forged record skips nothing, in either delimiter.
+    runs = rp::parse_sacct(header + ok, "t", &skips);
     ASSERT_TRUE(runs.ok()) << runs.error().str();
     ASSERT_EQ(runs->size(), 1u);
-    EXPECT_EQ((*runs)[0].user, "eve");
+    EXPECT_EQ(skips.count, 0);
+    EXPECT_EQ(skips.message(), "");
   }
   // In a 0x1f file a '|' in a job name or in AdminComment is plain text.
   std::string text =
@@ -162,30 +171,89 @@ TEST(ReportSacct, AJobNameHoldingTheDelimiterCannotForgeARecord) {
   std::replace(text.begin(), text.end(), '^', '\x1f');
   auto runs = rp::parse_sacct(text, "t");
   ASSERT_TRUE(runs.ok()) << runs.error().str();
-  EXPECT_EQ((*runs)[0].name, "a|alice|b");
   EXPECT_EQ((*runs)[0].user, "eve");
   EXPECT_EQ((*runs)[0].admin_comment, "ops | scaleguard: accept: single gpus=1");
   // A '|' file with a JobName column: a '|' in the last AdminComment is no longer joined back
-  // (it cannot be told from one in the name).
-  EXPECT_FALSE(rp::parse_sacct("JobID|JobName|User|Partition|State|Start|End|ElapsedRaw|"
-                               "AllocTRES|AdminComment\n"
-                               "9|n|eve|gpu-od|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|"
-                               "3600|gres/gpu=1|ops | scaleguard: accept\n",
-                               "t")
-                   .ok());
+  // (it cannot be told from one in the name): the record is skipped.
+  rp::SacctSkips skips;
+  runs = rp::parse_sacct("JobID|JobName|User|Partition|State|Start|End|ElapsedRaw|"
+                         "AllocTRES|AdminComment\n"
+                         "9|n|eve|gpu-od|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|"
+                         "3600|gres/gpu=1|ops | scaleguard: accept\n",
+                         "t", &skips);
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  EXPECT_TRUE(runs->empty());
+  EXPECT_EQ(skips.count, 1);
 }
 
-TEST(ReportSacct, MalformedLineNamesTheLine) {
-  auto runs = rp::parse_sacct(read("sacct-malformed.txt"), "sacct-malformed.txt");
-  ASSERT_FALSE(runs.ok());
-  EXPECT_EQ(runs.error().line, 3);
-  EXPECT_EQ(runs.error().file, "sacct-malformed.txt");
-  EXPECT_NE(runs.error().str().find("sacct-malformed.txt:3: has 7 fields, header has 15"),
+// Slurm 22.05 also lets a job name hold newlines. In a saved file with a JobName column, eve's
+// job 9 is named "x\n<a whole record of alice's, 64 GPUs>\ny": the forged line has the right
+// field count, but it lies between the head ("9|x", too few fields) and the tail of eve's
+// record. Head to tail is skipped as one record; jobs 8 and 11 around it are read.
+TEST(ReportSacct, AMultiLineJobNameForgesNoRecord) {
+  for (const char d : {'|', '\x1f'}) {
+    const std::string D(1, d);
+    const std::string header = "JobID" + D + "JobName" + D + "User" + D + "Partition" + D +
+                               "State" + D + "Start" + D + "End" + D + "ElapsedRaw" + D +
+                               "AllocTRES" + D + "AdminComment\n";
+    const std::string times = "2026-12-01T00:00:00" + D + "2026-12-01T01:00:00" + D + "3600";
+    const std::string forged = "10" + D + "n" + D + "alice" + D + "gpu-spot" + D + "COMPLETED" +
+                               D + times + D + "gres/gpu=64" + D +
+                               "scaleguard: accept: ddp gpus=64 ckpt=60s";
+    const std::string tail = D + "eve" + D + "gpu-od" + D + "COMPLETED" + D + times + D +
+                             "gres/gpu=1" + D + "\n";
+    const std::string text = header + "8" + D + "a" + tail +       // line 2
+                             "9" + D + "x\n" + forged + "\ny" + tail +  // lines 3-5
+                             "11" + D + "b" + tail;                 // line 6
+    rp::SacctSkips skips;
+    auto runs = rp::parse_sacct(text, "saved.txt", &skips);
+    ASSERT_TRUE(runs.ok()) << runs.error().str();
+    ASSERT_EQ(runs->size(), 2u) << "delimiter " << int(d);
+    EXPECT_EQ((*runs)[0].job_id, "8");
+    EXPECT_EQ((*runs)[1].job_id, "11");
+    for (const auto& r : *runs) {
+      EXPECT_EQ(r.user, "eve");
+      EXPECT_EQ(r.gpus, 1);
+    }
+    EXPECT_EQ(skips.count, 1);
+    EXPECT_EQ(skips.first_lines, std::vector<std::string>{"3-5"});
+    EXPECT_NE(skips.first_reason.find("line 3: has 2 fields, header has 10"), std::string::npos)
+        << skips.first_reason;
+    const rp::Report r = rp::build_report(*runs, rp::Options{});
+    EXPECT_EQ(r.by_user.count("alice"), 0u);
+    EXPECT_NEAR(r.total.gpu_hours, 2, kEps);
+  }
+  // A name with newlines and no delimiter ("a\nb\nc"): head, middle and tail, one record.
+  const std::string header = "JobID|JobName|User|Partition|State|Start|End|ElapsedRaw|AllocTRES\n";
+  const std::string rest = "|u|p|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|gres/gpu=1\n";
+  rp::SacctSkips skips;
+  auto runs = rp::parse_sacct(header + "1|a\nb\nc" + rest + "2|d" + rest, "t", &skips);
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].job_id, "2");
+  EXPECT_EQ(skips.count, 1);
+  EXPECT_EQ(skips.first_lines, std::vector<std::string>{"2-4"});
+}
+
+// A line with the wrong field count (here cut short, line 3) is skipped and counted; the
+// records around it are read.
+TEST(ReportSacct, AWrongFieldCountLineIsSkippedAndCounted) {
+  rp::SacctSkips skips;
+  auto runs = rp::parse_sacct(read("sacct-malformed.txt"), "sacct-malformed.txt", &skips);
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].job_id, "201");
+  EXPECT_EQ((*runs)[1].job_id, "203");
+  EXPECT_EQ(skips.count, 1);
+  EXPECT_EQ(skips.first_lines, std::vector<std::string>{"3"});
+  EXPECT_NE(skips.message().find("skipped 1 malformed sacct record (first at lines 3; line 3: "
+                                 "has 7 fields, header has 15"),
             std::string::npos)
-      << runs.error().str();
+      << skips.message();
 }
 
-TEST(ReportSacct, BadValuesAreClearErrors) {
+// A bad value skips its record (the reason names the field); a bad header is an error.
+TEST(ReportSacct, BadValuesSkipTheRecordWithAClearReason) {
   const std::string header = "JobID|User|Partition|State|Start|End|ElapsedRaw|AllocTRES\n";
   struct Case { const char* line; const char* field; const char* says; };
   const Case cases[] = {
@@ -203,12 +271,18 @@ TEST(ReportSacct, BadValuesAreClearErrors) {
       {"1|u|p||Unknown|Unknown|0|", "State", "is empty"},
       {"1|u|p|COMPLETED|Unknown|Unknown|0||extra", "", "has 9 fields, header has 8"},
   };
+  const std::string good =
+      "2|u|p|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|gres/gpu=1\n";
   for (const auto& c : cases) {
-    auto runs = rp::parse_sacct(header + c.line + "\n", "x.txt");
-    ASSERT_FALSE(runs.ok()) << c.line;
-    EXPECT_EQ(runs.error().line, 2) << c.line;
-    EXPECT_EQ(runs.error().field, c.field) << c.line;
-    EXPECT_NE(runs.error().message.find(c.says), std::string::npos) << runs.error().str();
+    rp::SacctSkips skips;
+    auto runs = rp::parse_sacct(header + c.line + "\n" + good, "x.txt", &skips);
+    ASSERT_TRUE(runs.ok()) << c.line << ": " << runs.error().str();
+    ASSERT_EQ(runs->size(), 1u) << c.line;
+    EXPECT_EQ((*runs)[0].job_id, "2");
+    EXPECT_EQ(skips.count, 1) << c.line;
+    const std::string at = std::string("line 2: ") + (*c.field ? std::string(c.field) + ": " : "");
+    EXPECT_EQ(skips.first_reason.rfind(at, 0), 0u) << skips.first_reason;
+    EXPECT_NE(skips.first_reason.find(c.says), std::string::npos) << skips.first_reason;
   }
   auto no_elapsed = rp::parse_sacct("JobID|User|Partition|State|Start|End|Elapsed|AllocTRES\n", "y");
   ASSERT_FALSE(no_elapsed.ok());
@@ -245,13 +319,15 @@ TEST(ReportSacct, AForgedPlanInTheUserCommentIsNotRead) {
 
   // A '|' in a Comment column that is not last cannot be told from a field separator: the
   // line is an error rather than the user's text shifted into AdminComment.
+  rp::SacctSkips skips;
   auto shifted = rp::parse_sacct(
       header + "1|u|p|REQUEUED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|gres/gpu=8|x|" +
           forged + "|\n",
-      "t");
-  ASSERT_FALSE(shifted.ok());
-  EXPECT_NE(shifted.error().message.find("has 11 fields, header has 10"), std::string::npos)
-      << shifted.error().str();
+      "t", &skips);
+  ASSERT_TRUE(shifted.ok()) << shifted.error().str();
+  EXPECT_TRUE(shifted->empty());
+  EXPECT_NE(skips.first_reason.find("has 11 fields, header has 10"), std::string::npos)
+      << skips.first_reason;
 
   // A saved file of the old format (Comment, no AdminComment) parses; its notes are ignored.
   auto old = rp::parse_sacct(
@@ -473,11 +549,12 @@ TEST(ReportRender, TextCsvAndHtmlCarryTheNumbers) {
   EXPECT_NE(html.find("$246.39"), std::string::npos);
 }
 
-TEST(ReportRender, HostileJobNamesAreEscaped) {
+// Job names are not shown (nor read); other text from sacct is escaped.
+TEST(ReportRender, HostileTextIsEscapedAndJobNamesAreNotShown) {
   const std::string text =
       "JobID|JobName|User|Partition|State|Start|End|ElapsedRaw|AllocTRES\n"
-      "1|<script>alert(1)</script>|=cmd()|p|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|"
-      "gres/gpu=1\n";
+      "1|secret-name|=cmd()|<script>alert(1)</script>|COMPLETED|2026-12-01T00:00:00|"
+      "2026-12-01T01:00:00|3600|gres/gpu=1\n";
   auto runs = rp::parse_sacct(text, "t");
   ASSERT_TRUE(runs.ok());
   const rp::Report r = rp::build_report(*runs, rp::Options{});
@@ -485,6 +562,8 @@ TEST(ReportRender, HostileJobNamesAreEscaped) {
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(rp::render_csv(r).find(",'=cmd(),"), std::string::npos);  // no spreadsheet formula
+  for (const auto& out : {html, rp::render_csv(r), rp::render_text(r), rp::render_json(r)})
+    EXPECT_EQ(out.find("secret-name"), std::string::npos);
 }
 
 TEST(ReportPolicy, PricesComeFromThePolicyPartitions) {

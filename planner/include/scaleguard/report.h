@@ -19,12 +19,13 @@ struct Policy;
 
 namespace scaleguard::report {
 
-// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). The user-editable
-// Comment is not asked for: nothing in it is trusted.
-extern const char* const kSacctFormat;  // "JobID,JobName,...,AdminComment"
+// The columns `scaleguard report` asks sacct for (all exist in Slurm 22.05). No column a user
+// writes is asked for: Slurm 22.05 lets a job name or Comment hold any byte (the delimiter,
+// newlines), which could forge whole records. AdminComment is written by job_submit/scaleguard
+// (control characters stripped) and operators only.
+extern const char* const kSacctFormat;  // "JobID,User,...,AdminComment"
 // The field delimiter asked for (sacct --parsable2 --delimiter=): the ASCII unit separator,
-// which AdminComment's " | " and ordinary job names do not contain. Slurm does not forbid it
-// in a job name, so parse_sacct also refuses any record whose field count is not the header's.
+// which AdminComment's " | " does not contain.
 extern const char kSacctDelimiter;
 
 // scaleguard-run's exit code for "stopped by SIGUSR1/SIGTERM after writing a checkpoint"
@@ -40,7 +41,7 @@ std::string format_day(std::int64_t civil_seconds);    // "YYYY-MM-DD"
 struct Run {
   int line = 0;                 // line in the sacct text, for messages
   std::string job_id;           // "123", "123_4" (array task), "123+1" (het job)
-  std::string name, user, account, partition;
+  std::string user, account, partition;   // no job name: users write any bytes there
   std::string state;            // first word: "CANCELLED by 0" -> "CANCELLED"
   std::int64_t start = -1;      // civil seconds; -1 = never started (None, or no allocation)
   std::int64_t end = -1;        // -1 = Unknown (still running)
@@ -58,12 +59,30 @@ struct Run {
   bool checkpointed_stop = false;
 };
 
+// Records parse_sacct skipped as malformed (wrong field count, bad numbers or times).
+struct SacctSkips {
+  int count = 0;                         // records skipped (a multi-line one counts once)
+  std::vector<std::string> first_lines;  // the first five: "12" or "12-14"
+  std::string first_reason;              // "line 12: has 2 fields, header has 15 (...)"
+  // A user-written column (JobName, Comment) the file has (never read; "" when none): a file
+  // saved with one may hold records forged by a job name that no parser can tell from real ones.
+  std::string user_text_column;
+  // "skipped N malformed sacct records (first at lines 3, 7-9; line 3: ...)"; "" when none.
+  std::string message() const;
+};
+
 // Parses `sacct --parsable2` text with its header line (columns are found by name, so any
-// order works; the delimiter is kSacctDelimiter if the header has it, else '|'). A record
-// with more or fewer fields than the header is an error naming its line (only in a '|' file
-// whose single free-text column is the last one is a '|' in that text joined back). Step records ("123.batch", "123.0") are not runs: they only set
-// checkpointed_stop on the run they follow. Errors name the source and line.
-Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source);
+// order works; the delimiter is kSacctDelimiter if the header has it, else '|'). A missing or
+// unusable header is an Error. A record is skipped and counted in *skips, never fatal, when
+// its field count is not the header's (only in a '|' file whose single free-text column is
+// the last one is a '|' in that text joined back) or a value is bad. In a file with a JobName
+// or Comment column a short line is taken for the head of a record whose text holds newlines:
+// it and every line up to its tail (the next short line that completes the field count) are
+// skipped as one record, so a name's "\n<record>\n" forges nothing. JobName and Comment are
+// never read. Step records ("123.batch", "123.0") are not runs: they only set
+// checkpointed_stop on the run they follow.
+Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source,
+                                     SacctSkips* skips = nullptr);
 
 // What job_submit/scaleguard wrote into the job's AdminComment: decide()'s one-line summary
 // and the decision id, "scaleguard: ACTION[ [rules]]: STRATEGY gpus=N nodes=N ... comm=R
@@ -113,7 +132,7 @@ struct Usage {
 };
 
 struct JobSummary {
-  std::string job_id, name, user, account, partition;
+  std::string job_id, user, account, partition;
   std::string state;            // state of the job's last run
   int runs = 0, gpus = 0;
   double gpu_hours = 0, wasted_gpu_hours = 0, cost_usd = 0, wasted_usd = 0;

@@ -36,7 +36,7 @@ teardown_file() {
     --shapes "${SCALEGUARD_PROPERTY_SHAPES:-300}" --sample 8 \
     --pidfile "$SCALEGUARD_DEV_DIR/run/slurmctld.pid"
   printf '%s\n' "$output" > "$log"
-  grep -E '^(envelope property|summary|  (refused|updates|released|violations|slurmctld))' "$log" >&3 || true
+  grep -E '^(envelope property|summary|  (refused|updates|released|shapes over|violations|slurmctld))' "$log" >&3 || true
   assert_success
   assert_output --partial 'violations: 0'
   assert_slurmctld_alive

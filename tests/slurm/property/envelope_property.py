@@ -256,22 +256,32 @@ def component_envelope(rec, cluster):
     if n is not None:
         total.append(n)
     exclusive = rec.get("OverSubscribe") == "NO"
+    tpn = rec.get("NtasksPerN:B:S:C", "0").split(":")[0]
+    tpn = int(tpn) if tpn.isdigit() else 0
     n = gpu_count(rec.get("TresPerSocket"))
     if n is not None:
         # GPUs of the sockets that hold the job's CPUs on a node: at most the node's sockets,
         # --sockets-per-node, and (one core per socket here) the CPUs it may get on a node
         # (all when exclusive; else NumCPUs, which counts every task's CPUs).
-        socks = rec.get("Socks/Node", "*")
-        cpus = node_cpus if exclusive else min(node_cpus, int(rec.get("NumCPUs", "1")))
-        per_node.append(n * min(node_sockets, int(socks) if socks.isdigit() else node_sockets,
-                                max(1, cpus // node_cores_per_socket)))
+        # --sockets-per-node is a minimum, not a cap (checked: --ntasks-per-node=2
+        # --gpus-per-socket=4 --sockets-per-node=1 got 8 GPUs per node, one per core socket).
+        cpus = node_cpus if exclusive else min(node_cpus, max(
+            int(rec.get("NumCPUs", "1")), int(rec.get("MinCPUsNode", "1") or 1),
+            tpn * int(rec.get("CPUs/Task", "1") or 1)))
+        per_node.append(n * min(node_sockets, max(1, math.ceil(cpus / node_cores_per_socket))))
     n = gpu_count(rec.get("TresPerTask"))
     if n is not None:
-        # --ntasks-per-node caps the tasks of a node (with -n it is a maximum; without, the
-        # count); else the tasks are NumTasks, or one per node when that is more.
-        tpn = rec.get("NtasksPerN:B:S:C", "0").split(":")[0]
-        tpn = int(tpn) if tpn.isdigit() else 0
-        tasks = tpn * max_nodes if tpn else max(int(rec.get("NumTasks", "1") or 1), max_nodes)
+        # Slurm wants -n or --gpus with --gpus-per-task, so NumTasks is the count, except
+        # that --ntasks-per-node makes it grow with the nodes (checked: NumTasks=2 pending,
+        # 4 on 2 nodes) unless -n was given (a NumTasks other than per-node x min nodes says
+        # so; then it is a maximum per node). Checked: -n1 shows NumNodes=2 pending, runs on 1.
+        ntasks = int(rec.get("NumTasks", "1") or 1)
+        if tpn and ntasks == tpn * int(lo):
+            tasks = tpn * max_nodes
+        elif tpn:
+            tasks = min(ntasks, tpn * max_nodes)
+        else:
+            tasks = ntasks
         total.append(n * tasks)
     if exclusive:
         per_node.append(node_gpus)  # whole nodes: every GPU on them
@@ -293,16 +303,19 @@ def component_envelope(rec, cluster):
 
 
 def job_envelope(records, cluster):
-    """Records of one submission (het components, or one array meta record) ->
-    (per job GPU-hours, array elements, explanation)."""
-    total, whys, elements = 0.0, [], 1
-    for rec in records:
-        gh, why = component_envelope(rec, cluster)
-        total += gh
-        whys.append(why)
-        if rec.get("ArrayTaskId"):
-            elements = max(elements, array_elements(rec["ArrayTaskId"]))
-    return total, elements, " | ".join(whys)
+    """Records of one submission -> (GPU-hours of one job, of the whole array, array elements,
+    explanation). Het components add up to one job; an array's records (the pending meta
+    record, elements split off by an update) are jobs of their own, each record counting
+    its ArrayTaskId elements."""
+    envs = [component_envelope(rec, cluster) for rec in records]
+    why = " | ".join(w for _, w in envs)
+    if any(rec.get("HetJobId") for rec in records):
+        total = sum(gh for gh, _ in envs)
+        return total, total, 1, why
+    counts = [array_elements(rec["ArrayTaskId"]) if rec.get("ArrayTaskId") else 1
+              for rec in records]
+    per_job = max((gh for gh, _ in envs), default=0.0)
+    return (per_job, sum(gh * n for (gh, _), n in zip(envs, counts)), sum(counts), why)
 
 
 # --- the generator --------------------------------------------------------------------------
@@ -425,7 +438,8 @@ def rand_component(rng, feats, allow_intent=True):
 UPDATES = [
     ("NumNodes", lambda rng: rng.choice(["2", "1-2", "1-4", "2-8", "4"])),
     ("MinNodes", lambda rng: rng.choice(["1", "2"])),
-    ("TimeLimit", lambda rng: rng.choice(["UNLIMITED", "2-00:00:00", "10:00:00", "60", "30"])),
+    ("TimeLimit", lambda rng: rng.choice(["UNLIMITED", "2-00:00:00", "10:00:00", "60", "30",
+                                          "+600", "+10-00:00:00", "0"])),
     ("Gres", lambda rng: rng.choice(["gpu:8", "gpu:a100:8", "gpu:4", "gpu:1k"])),
     ("TresPerNode", lambda rng: rng.choice(["gres:gpu:8", "gres/gpu:8", "gres:gpu:2"])),
     ("TresPerJob", lambda rng: rng.choice(["gres:gpu:16", "gres/gpu:16", "gres:gpu:4"])),
@@ -501,6 +515,9 @@ class Shape:
         if rng.random() < 0.35:
             fields = [f"{key}={val(rng)}" for key, val in rng.sample(UPDATES, rng.choice([1, 1, 2, 3]))]
             self.updates = [fields] if rng.random() < 0.3 else [[f] for f in fields]
+        # Which job the updates name: the job id, an array element or het component (split
+        # off / addressed alone), or every job of the name.
+        self.target = rng.choice(["id", "id", "id", "part", "name"])
 
     def command(self, run, applied=False):
         """The submission as a command line; with applied=True, followed by the updates
@@ -598,14 +615,14 @@ def submit(shape, run, args):
 def judge(shape, records, run, cluster, args, stats, kind, extra=""):
     """Checks the invariant on Slurm's view of the job; a shape counts once (an update is
     blamed only when the job was within the caps before it). Returns the envelope."""
-    gh, elements, why = job_envelope(records, cluster)
+    gh, array_gh, elements, why = job_envelope(records, cluster)
     cmd = shape.command(run) + extra
     text = None
     if gh > args.cap + 1e-6:
         text = f"Slurm may grant {gh:.1f} GPU-hours > cap {args.cap:g}: {why}"
-    elif args.array_cap is not None and elements > 1 and gh * elements > args.array_cap + 1e-6:
-        text = (f"array of {elements} x {gh:.1f} = {gh * elements:.1f} GPU-hours > array cap "
-                f"{args.array_cap:g}: {why}")
+    elif args.array_cap is not None and elements > 1 and array_gh > args.array_cap + 1e-6:
+        text = (f"array of {elements} elements may be granted {array_gh:.1f} GPU-hours > "
+                f"array cap {args.array_cap:g}: {why}")
         kind = "sbatch-array" if kind == "submit" else kind
     if text and not shape.violated:
         shape.violated = True
@@ -639,7 +656,15 @@ def one_shape(shape, run, cluster, args, stats):
     shape.records = records
     for upd in shape.updates:
         stats.add("updates")
-        argv = ["scontrol", "update", f"JobId={job_id}"] + upd
+        if shape.target == "name":
+            sel = f"JobName={shape.name}"
+        elif shape.target == "part" and shape.tool == "sbatch-array":
+            sel = f"JobId={job_id}_0"
+        elif shape.target == "part" and "sbatch-het" in shape.feats:
+            sel = f"JobId={job_id}+1"
+        else:
+            sel = f"JobId={job_id}"
+        argv = ["scontrol", "update", sel] + upd
         rc, out, err = run(argv)
         if rc:
             stats.add("updates_refused")

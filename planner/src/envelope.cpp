@@ -140,7 +140,9 @@ Envelope envelope_of(const JobRequest& job, const Partition& part) {
   // GPUs on one node and in total, every form Slurm allows, whichever grants most.
   const long long tasks = job.ntasks > 0 ? job.ntasks : (job.ntasks_per_node > 0 ? job.ntasks_per_node * hi : hi);
   const long long tasks_on_node = job.ntasks_per_node > 0 ? job.ntasks_per_node : tasks;
-  const long long sockets = job.sockets_per_node > 0 ? job.sockets_per_node : gpn;  // unknown: as many as GPUs
+  // --sockets-per-node is a minimum: every socket holding one of the job's cores gets
+  // --gpus-per-socket GPUs, and the policy does not know a node's sockets: judged as many as GPUs.
+  const long long sockets = gpn;
   long long per_node = std::max<long long>({static_cast<long long>(job.gpus_per_node),
                                             static_cast<long long>(job.gpus_per_socket) * sockets,
                                             static_cast<long long>(job.gpus_per_task) * tasks_on_node,
@@ -173,8 +175,8 @@ Envelope envelope_of(const JobRequest& job, const Partition& part) {
     else if (job.nodes_max <= 0 && job.ntasks > 0 && per_node_counts && hi > lo)
       env.how = std::to_string(per_node) + " GPUs per node x up to " + std::to_string(hi) +
                 " nodes (without --nodes, " + std::to_string(job.ntasks) + " tasks may spread one per node)";
-    else if (job.gpus_per_socket > 0 && job.sockets_per_node <= 0)
-      env.how = "GPUs per socket without --sockets-per-node: up to all " + std::to_string(gpn) + " GPUs of a node";
+    else if (job.gpus_per_socket > 0)
+      env.how = "--gpus-per-socket: up to all " + std::to_string(gpn) + " GPUs of a node (any socket with the job's cores)";
   }
   env.nodes = static_cast<int>(hi);
   env.gpus_per_node = static_cast<int>(per_node);

@@ -1,9 +1,27 @@
 // Every difference between the Slurm releases the plugins build against (22.05 to 25.11),
 // keyed on SLURM_VERSION_NUMBER from <slurm/slurm.h>. No other file tests a Slurm version.
+// Checked against the headers and sources of 22.05.8 (Debian), 23.11.11, 24.05.8, 24.11.7,
+// 25.05.8 and 25.11.7 (tests/slurm_release compiles both plugins against each); 23.02 is
+// placed by SchedMD's notes only (no tarball here). Table: README.md beside this file.
+//
+//  - job_modify(): 22.05 passes (job_desc, job_ptr, submit_uid); 23.02+ adds char **err_msg,
+//    which slurmctld sends back with the error (scontrol prints it as "error: <text>").
+//  - job_desc_msg_t.job_id: gone in 25.11, which carries it in step_id.job_id.
+//  - job_desc_msg_t.user_id when unset: NO_VAL in 22.05, SLURM_AUTH_NOBODY (99) in 23.11+
+//    (both are treated as unset from 23.02 on).
+//  - GPU TRES strings: "gres:gpu[:type]:N" in 22.05; "gres/gpu[:type]:N" in 23.11+ (what
+//    sbatch/srun write: gres_prepend_tres_type; 23.11 NEWS "it should be TRESType/TRESName
+//    not TRESType:TRESName"). slurmctld parses both (slurm_get_next_tres splits at the first
+//    '/' or ':'); the plugin writes what that release's clients write.
+//  - job_record_t (private to slurmctld): where admin_comment is (below).
+//  - hostlist_t: a pointer typedef in 22.05, the struct in 23.11+ (hostlist_t *). The SPANK
+//    plugin's one use (spank/node_addr.cpp) holds it in `auto*`, which fits both.
+//  - SPANK: 23.11 adds spank_prepend_task_argv, 25.05 slurm_spank_init_failure_mode; nothing
+//    the plugin uses changed, so nothing here.
 //
 // job_record_t is private to slurmctld; job_modify() receives one, and the plugin needs one
 // field of it: AdminComment, where job_submit kept what it judged. Its position is read from
-// each release's src/common/job_record.h (src/slurmctld/slurmctld.h in 22.05); the record's
+// each release's src/common/job_record.h (src/slurmctld/slurmctld.h up to 23.11); the record's
 // magic cookie is checked before the field is touched, so a release whose layout differs
 // makes the plugin refuse to read (and fail closed), never read garbage.
 #pragma once
@@ -15,18 +33,80 @@ extern "C" {
 #include <slurm/slurm.h>
 }
 
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(22, 5, 0)
+#error "Slurm releases before 22.05 are not supported"
+#endif
+
+// job_record_t is opaque to plugins built against the public headers.
+typedef struct job_record job_record_t;
+
+// --- job_modify() -------------------------------------------------------------------------
+// The exported prototype (src/interfaces/job_submit.c, slurm_submit_ops_t.modify; 22.05:
+// src/slurmctld/job_submit.c) and the err_msg it gives: SG_JOB_MODIFY_ERR_MSG is a
+// char** that is nullptr where Slurm has none (22.05: the reason goes to the log only).
+//   extern "C" int job_modify(SG_JOB_MODIFY_PARAMS(job_desc, job_ptr, submit_uid)) {
+//     char** err_msg = SG_JOB_MODIFY_ERR_MSG; ...
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+#define SG_JOB_MODIFY_PARAMS(desc, job, uid) \
+  job_desc_msg_t *desc, job_record_t *job, uint32_t uid, char **sg_job_modify_err_msg
+#define SG_JOB_MODIFY_ERR_MSG sg_job_modify_err_msg
+#else
+#define SG_JOB_MODIFY_PARAMS(desc, job, uid) job_desc_msg_t *desc, job_record_t *job, uint32_t uid
+#define SG_JOB_MODIFY_ERR_MSG static_cast<char**>(nullptr)
+#endif
+
 namespace sg_shim {
+
+// --- job_desc_msg_t -----------------------------------------------------------------------
+
+// The job an update names by number (NO_VAL when it names it by job_id_str only).
+inline uint32_t job_id(const job_desc_msg_t& d) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+  return d.step_id.job_id;   // 25.11: slurm_step_id_t step_id replaces uint32_t job_id
+#else
+  return d.job_id;
+#endif
+}
+
+// The job's user, or `fallback` when the descriptor leaves it unset (slurm_init_job_desc_msg:
+// NO_VAL in 22.05, SLURM_AUTH_NOBODY = 99 in 23.11+; slurmctld sets it before job_submit).
+inline uint32_t user_id(const job_desc_msg_t& d, uint32_t fallback) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+  constexpr uint32_t kUnset = 99;   // SLURM_AUTH_NOBODY (src/common/slurm_protocol_defs.h)
+#else
+  constexpr uint32_t kUnset = NO_VAL;
+#endif
+  return d.user_id == NO_VAL || d.user_id == kUnset ? fallback : d.user_id;
+}
+
+// The TRES prefix of GPU entries in tres_per_{job,node,task,socket}, as this release's
+// sbatch/srun write it ("gres:gpu:2" in 22.05, "gres/gpu:2" in 23.11+).
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+constexpr const char* kGpuTres = "gres/gpu";
+#else
+constexpr const char* kGpuTres = "gres:gpu";
+#endif
+
+// --- job_record_t -------------------------------------------------------------------------
 
 constexpr uint32_t kJobMagic = 0xf0b7392c;  // JOB_MAGIC, unchanged 22.05 .. 25.11
 
+// The head of struct job_record, copied from each release (DO NOT REORDER in Slurm's own
+// comment): the offsets below are computed by the compiler, not written by hand.
+struct JobRecordHead {
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
-// 25.11 puts slurm_step_id_t {uint64 sluid; uint32 job_id, step_het_comp, step_id} first.
-constexpr size_t kMagicOffset = 24, kAdminCommentOffset = 40;
-#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(22, 5, 0)
-// 22.05 .. 25.05: uint32 magic; char *account; char *admin_comment; ...
-constexpr size_t kMagicOffset = 0, kAdminCommentOffset = 16;
+  slurm_step_id_t step_id;   // 25.11: {sluid_t sluid; uint32 job_id, step_het_comp, step_id}
+#endif
+  uint32_t magic;
+  char* account;
+  char* admin_comment;
+};
+constexpr size_t kMagicOffset = offsetof(JobRecordHead, magic);
+constexpr size_t kAdminCommentOffset = offsetof(JobRecordHead, admin_comment);
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+static_assert(kMagicOffset == 24 && kAdminCommentOffset == 40, "25.11 job_record layout (x86_64)");
 #else
-#error "Slurm releases before 22.05 are not supported"
+static_assert(kMagicOffset == 0 && kAdminCommentOffset == 16, "22.05-25.05 job_record layout (x86_64)");
 #endif
 
 // The job record's AdminComment slot, or nullptr when the record does not look like one.

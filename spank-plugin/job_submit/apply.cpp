@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "record.h"
+#include "slurm_shim.h"
 #include "text.h"
 
 namespace sg_slurm {
@@ -26,7 +27,7 @@ bool is_gpu_entry(const std::string& entry) {
 }
 
 // Removes the GPU entries from a comma-separated TRES field and, when count > 0, adds
-// "gres:gpu[:type]:count" (22.05's form).
+// "<gres:gpu|gres/gpu>[:type]:count", the form this release's sbatch writes (slurm_shim.h).
 void set_gpu_tres(char** field, int count, const std::string& type) {
   std::string kept;
   if (*field) {
@@ -40,7 +41,7 @@ void set_gpu_tres(char** field, int count, const std::string& type) {
     }
   }
   if (count > 0) {
-    std::string gpu = "gres:gpu:" + (type.empty() ? "" : type + ":") + std::to_string(count);
+    std::string gpu = std::string(sg_shim::kGpuTres) + ":" + (type.empty() ? "" : type + ":") + std::to_string(count);
     kept = kept.empty() ? gpu : gpu + "," + kept;
   }
   if (kept.empty()) {

@@ -28,7 +28,8 @@ SG_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 SG_EXPORT int init(void);
 SG_EXPORT int fini(void);
 SG_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg);
-SG_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid);
+// 22.05: (job_desc, job_ptr, submit_uid); 23.02+ adds char** err_msg (slurm_shim.h).
+SG_EXPORT int job_modify(SG_JOB_MODIFY_PARAMS(job_desc, job_ptr, submit_uid));
 }
 
 namespace {
@@ -70,7 +71,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   sg_slurm::AuditEntry entry;
   entry.id = sg_slurm::new_decision_id();
   entry.event = "submit";
-  entry.uid = job->user_id != NO_VAL ? job->user_id : submit_uid;
+  entry.uid = sg_shim::user_id(*job, submit_uid);
   entry.partition = job->partition ? sg_slurm::one_line(job->partition, 256) : "";
   scaleguard::JobRequest request;
   sg_slurm::RequestError error{};
@@ -149,12 +150,14 @@ scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobReq
   return r;
 }
 
-int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid) {
+// err_msg: where the user's reason goes (nullptr on 22.05, whose job_modify has none; the
+// reason is then only in slurmctld's log and the audit file).
+int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
-  if (!policy) return internal_error("job_modify", "no policy loaded", nullptr);
+  if (!policy) return internal_error("job_modify", "no policy loaded", err_msg);
   if (!can_grow(*update) || trusted(*policy, uid)) return SLURM_SUCCESS;
   const std::string job = update->job_id_str ? sg_slurm::one_line(update->job_id_str, 64)
-                          : update->job_id != NO_VAL ? std::to_string(update->job_id)
+                          : sg_shim::job_id(*update) != NO_VAL ? std::to_string(sg_shim::job_id(*update))
                                                      : "?";
   sg_slurm::AuditEntry entry;
   entry.id = sg_slurm::new_decision_id();
@@ -162,9 +165,14 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid) {
   entry.job = job;
   entry.uid = uid;
   entry.partition = update->partition ? sg_slurm::one_line(update->partition, 256) : "";
+  // The user sees the reason where Slurm passes err_msg (scontrol: "error: <text>").
+  auto tell = [&](const std::string& message) {
+    if (err_msg) sg_slurm::replace(err_msg, sg_slurm::one_line(message, sg_slurm::kMaxMessage));
+  };
   auto refuse = [&](scaleguard::Decision d) {
     entry.decision = &d, entry.message = d.message;
     sg_slurm::record_decision(*policy, entry);
+    tell(d.message);
     return sg_slurm::kRefused;
   };
   scaleguard::JobRequest change;
@@ -212,6 +220,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid) {
     sg_slurm::record_decision(*policy, entry);
     slurm_info("job_submit/scaleguard: update of job %s by uid %u refused: %s", job.c_str(), uid,
                sg_slurm::one_line(decision.message, sg_slurm::kMaxMessage).c_str());
+    tell(decision.message);
     return sg_slurm::kRefused;
   }
   // Accepted: the record grows to what was judged now (slurmctld holds the job write lock).
@@ -267,15 +276,16 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 }
 
 // Updates that could grow the job are judged against its whole request as recorded at
-// submission (AdminComment), with the update laid over it. 22.05 has no err_msg here: the
-// reason goes to slurmctld's log and the audit file.
-extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
+// submission (AdminComment), with the update laid over it. A refusal's reason goes to
+// slurmctld's log, the audit file and, from 23.02 (err_msg), to the user.
+extern "C" int job_modify(SG_JOB_MODIFY_PARAMS(job_desc, job_ptr, submit_uid)) {
+  char** err_msg = SG_JOB_MODIFY_ERR_MSG;
   try {
     if (!job_desc) return SLURM_SUCCESS;
-    return judge_update(job_desc, job_ptr, submit_uid);
+    return judge_update(job_desc, job_ptr, submit_uid, err_msg);
   } catch (const std::exception& e) {
-    return internal_error("job_modify", e.what(), nullptr);
+    return internal_error("job_modify", e.what(), err_msg);
   } catch (...) {
-    return internal_error("job_modify", "unknown exception", nullptr);
+    return internal_error("job_modify", "unknown exception", err_msg);
   }
 }

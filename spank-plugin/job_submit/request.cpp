@@ -5,6 +5,7 @@
 #include <map>
 
 #include "scaleguard/envelope.h"
+#include "slurm_shim.h"
 #include "text.h"
 
 namespace sg_slurm {
@@ -219,7 +220,7 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
     return false;
   r.time_limit_min = job.time_limit == INFINITE ? -1 : from_u32(job.time_limit);
   if (job.partition) r.partition = one_line(job.partition, 256);
-  r.user = "uid " + std::to_string(job.user_id != NO_VAL ? job.user_id : submit_uid);
+  r.user = "uid " + std::to_string(sg_shim::user_id(job, submit_uid));
   if (!read_intent(job, policy, &r, error)) return false;
   *out = std::move(r);
   return true;

@@ -112,7 +112,9 @@ bool plain_address(const std::string& addr) {
 std::vector<std::string> expand_hosts(const std::string& hostlist) {
   std::vector<std::string> hosts;
   if (hostlist.empty() || hostlist.size() > 65536) return hosts;
-  hostlist_t hl = slurm_hostlist_create(hostlist.c_str());
+  // auto*: hostlist_t is a pointer typedef in 22.05 and the struct itself
+  // (slurm_hostlist_create returns hostlist_t *), 23.11 on; see slurm-shim/README.md.
+  auto* hl = slurm_hostlist_create(hostlist.c_str());
   if (!hl) return hosts;
   while (char* host = slurm_hostlist_shift(hl)) {
     if (hosts.size() < kMaxNodes) hosts.emplace_back(host);

@@ -1,14 +1,11 @@
 #include "ini.h"
 
-#include <boost/program_options.hpp>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "text.h"
-
-namespace po = boost::program_options;
 
 namespace scaleguard::ini {
 
@@ -33,9 +30,8 @@ Error file_error(const std::string& path, int line, std::string message, std::st
   return err;
 }
 
-// Normalises a header "[ gpu   A100-80GB ]" to "gpu A100-80GB" the way program_options
-// would prefix its keys (it trims the whole line; inner runs of blanks we collapse and
-// reject below, so both views agree).
+// Normalises a header "[ gpu   A100-80GB ]" to "gpu A100-80GB" (the whole line trimmed;
+// inner runs of blanks are rejected below).
 std::string header_text(const std::string& line) { return text::trim(line.substr(1, line.size() - 2)); }
 
 }  // namespace
@@ -109,28 +105,6 @@ Result<File> read(const std::string& path) {
     scanned.push_back(std::move(e));
   }
 
-  // The values themselves come from Boost.Program_options (allow_unregistered: the set of
-  // keys depends on the section kind, which the callers validate with line numbers).
-  try {
-    std::istringstream stream(content);
-    po::options_description none;
-    auto parsed = po::parse_config_file(stream, none, /*allow_unregistered=*/true);
-    size_t i = 0;
-    for (const auto& opt : parsed.options) {
-      // Program_options sees "section.key"; the pre-scan saw the same lines in the same order.
-      if (i >= scanned.size()) break;
-      auto& e = scanned[i];
-      const std::string expect = e.section.empty() ? e.key : e.section + "." + e.key;
-      if (opt.string_key != expect)
-        return file_error(path, e.line, "cannot parse '" + e.key + "'", "write key = value");
-      e.value = opt.value.empty() ? std::string() : text::trim(opt.value.front());
-      ++i;
-    }
-    if (i != scanned.size())
-      return file_error(path, scanned[i].line, "cannot parse '" + scanned[i].key + "'", "write key = value");
-  } catch (const std::exception& ex) {
-    return file_error(path, 0, std::string("cannot parse: ") + ex.what(), "check the file's syntax");
-  }
   file.entries = std::move(scanned);
   return file;
 }

@@ -1,7 +1,8 @@
-// Slurm-style INI files ("key = value" lines, "[kind name]" sections, '#' comments) read
-// with Boost.Program_options' parse_config_file. program_options reports no line numbers,
-// so the file is pre-scanned first: syntax errors and duplicate keys come with their line,
-// and every value parsed by program_options is mapped back to the line it came from.
+// Slurm-style INI files ("key = value" lines, "[kind name]" sections, '#' comments), read
+// line by line so that syntax errors and duplicate keys come with their line. No Boost: the
+// Slurm plugins link this reader (it used to re-read values with Boost.Program_options'
+// parse_config_file, which agreed with this scan line for line and needed libboost_* on
+// every Slurm node).
 #pragma once
 #include <string>
 #include <vector>

@@ -11,6 +11,14 @@ log_dir=$dev_dir/log
 munge_dir=$dev_dir/munge
 nodes=(gpu-st-p4d-1 gpu-st-p4d-2)
 export SLURM_CONF=$etc_dir/slurm.conf
+# SCALEGUARD_SLURM_PREFIX: a Slurm install (scripts/slurm-release build VER; /opt/slurm on
+# ParallelCluster) whose bin/ and sbin/ come first and whose lib/slurm is the PluginDir;
+# empty: Debian's packages.
+slurm_prefix=${SCALEGUARD_SLURM_PREFIX:-}
+if [ -n "$slurm_prefix" ]; then
+  slurm_prefix=$(abs "$slurm_prefix")
+  export PATH="$slurm_prefix/bin:$slurm_prefix/sbin:$PATH"
+fi
 
 die() { echo "dev-cluster: $*" >&2; exit 1; }
 say() { echo "dev-cluster: $*"; }

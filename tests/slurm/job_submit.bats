@@ -158,7 +158,7 @@ intent=(--train-model=350M --train-tokens=2.6B)
   assert_failure
   assert_output --partial 'Access/permission denied'
   run job_field "$job_id" TresPerJob
-  assert_output 'gres:gpu:1'
+  assert_output --regexp '^gres[:/]gpu:1$'
   uid=$(id -u "$SCALEGUARD_TEST_USER")
   run grep "update of job $job_id by uid $uid refused: .*distributed_min_gpu_hours" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
   assert_success
@@ -166,7 +166,7 @@ intent=(--train-model=350M --train-tokens=2.6B)
   run as_user "$JS_TMP" scontrol update jobid="$job_id" TresPerJob=gres:gpu:2 TimeLimit=3-0
   assert_success
   run job_field "$job_id" TresPerJob
-  assert_output 'gres:gpu:2'
+  assert_output --regexp '^gres[:/]gpu:2$'
   # root (and SlurmUser, and the policy's trusted_users) change jobs unjudged.
   run scontrol update jobid="$job_id" TresPerJob=gres:gpu:8
   assert_success

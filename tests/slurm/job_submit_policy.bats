@@ -54,7 +54,7 @@ submit_until() {
   assert_output --regexp 'job rewritten \(GPUs=1'
   job_id=$(parsed_job_id)
   run job_field "$job_id" TresPerJob
-  assert_output 'gres:gpu:1'
+  assert_output --regexp '^gres[:/]gpu:1$'
   run grep -F "reloaded policy $POL_TMP/policy.ini" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
   assert_success
 }

@@ -77,6 +77,29 @@ submit_until() {
   assert_output --regexp 'job rewritten \(GPUs=1'
 }
 
+@test "a policy edited in place is never read half-written; the finished file takes effect" {
+  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log from i
+  from=$(( $(wc -l < "$log") + 1 ))
+  cp "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" "$POL_TMP/full.ini"
+  sed -i 's/^distributed_min_gpu_hours *=.*/distributed_min_gpu_hours = 100 warn/' "$POL_TMP/full.ini"
+  # An editor half-way through writing the file (cut inside [rules]: a broken policy) while
+  # jobs arrive: the plugin checks at most once a second and would have loaded it.
+  # Jobs arrive for 0.8 s (well under the plugin's 2 s settle time), then the write completes.
+  # After 1.1 s without submissions the first job in the window makes the plugin look.
+  local t0
+  sleep 1.1
+  t0=$(date +%s%N)
+  head -c 1800 "$POL_TMP/full.ini" > "$POL_TMP/policy.ini"
+  while (( $(date +%s%N) - t0 < 800000000 )); do
+    sbatch -J sg-pol -H --gpus=8 --wrap true >/dev/null 2>&1 || true
+    sleep 0.1
+  done
+  cp "$POL_TMP/full.ini" "$POL_TMP/policy.ini"
+  submit_until 'warning' --gpus=8
+  run bash -c "tail -n +$from '$log' | grep -c 'policy reload failed'"
+  assert_output 0
+}
+
 @test "a broken policy at start stops slurmctld with the file and line in its log" {
   local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log pid from i
   pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")

@@ -102,6 +102,7 @@ submit_until() {
 
 @test "a broken policy at start stops slurmctld with the file and line in its log" {
   local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log pid from i
+  echo 'distributed_min_gpu_hours = lots reject' >> "$POL_TMP/policy.ini"
   pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
   kill -TERM "$pid"
   for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

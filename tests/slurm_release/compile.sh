@@ -5,9 +5,9 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 release=$here/../../scripts/slurm-release
-version=${1:?usage: compile.sh VERSION}
+version=${1:?usage: compile.sh VERSION [PLUGIN_BUILD_DIR]}
 "$release" headers "$version" || exit $?
-sos=$("$release" plugins "$version") || exit $?
+sos=$("$release" plugins "$version" ${2:+"$2"}) || exit $?
 echo "$sos"
 # shellcheck disable=SC2086
 exec "$here/check-needed.sh" $sos

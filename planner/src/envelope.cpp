@@ -124,16 +124,11 @@ Envelope envelope_of(const JobRequest& job, const Partition& part) {
   // Nodes: at least what is named or needed; at most the range's end, else one per task.
   long long lo = std::max<long long>({1, job.nodes_min, job.nodes_listed, ceil_div(job.gpus_total, gpn),
                                       ceil_div(static_cast<long long>(job.gpus_per_task) * job.ntasks, gpn)});
-  long long hi = lo;
-  bool open_ended = false;  // Slurm chooses the node count: it must be written into the job
-  if (job.nodes_max > 0) {
-    hi = std::max<long long>(lo, job.nodes_max);
-  } else if (job.ntasks > 0) {
-    hi = std::max<long long>(lo, job.ntasks);  // tasks may spread one per node
-    open_ended = true;
-  } else {
-    open_ended = true;  // no maximum given: Slurm picks the count
-  }
+  // Without a maximum Slurm picks the node count (tasks may spread one per node): bounded in the job.
+  bool open_ended = job.nodes_max <= 0;
+  long long hi = job.nodes_max > 0 ? std::max<long long>(lo, job.nodes_max)
+                 : job.ntasks > 0  ? std::max<long long>(lo, job.ntasks)
+                                   : lo;
   if (part.max_nodes > 0 && hi > part.max_nodes) hi = std::max<long long>(lo, part.max_nodes), open_ended = true;
   hi = std::min(hi, kMaxNodes);
 

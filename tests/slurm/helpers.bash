@@ -93,7 +93,7 @@ spank_loaded() {
 
 # Skips the test unless the SPANK plugin is loaded.
 require_spank() {
-  spank_loaded || skip "scaleguard SPANK plugin not built ($SCALEGUARD_BUILD_DIR/spank-plugin/spank/scaleguard.so): no --train-* options"
+  spank_loaded || skip "scaleguard SPANK plugin not loaded (${SCALEGUARD_PLUGIN_DIR:-$SCALEGUARD_BUILD_DIR/spank-plugin/spank}/scaleguard.so): no --train-* options"
 }
 
 # A client-side copy of the cluster's configuration in directory $1 whose plugstack.conf

@@ -23,6 +23,8 @@ packages=(
   # data and tools used by tests, demo and reports
   bats bats-assert bats-support fortunes jq procps psmisc util-linux iproute2 e2fsprogs chromium
   python3-yaml groff-base man-db
+  # packaging (packaging/, tests/package): rpm spec lint and source rpm, Lmod modulefile load
+  rpm rpmlint lmod
 )
 
 missing=()

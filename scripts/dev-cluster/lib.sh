@@ -5,11 +5,16 @@ src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 abs() { case $1 in /*) echo "$1" ;; *) echo "$src_dir/$1" ;; esac; }
 dev_dir=$(abs "${SCALEGUARD_DEV_DIR:-build/dev-cluster}")
 build_dir=$(abs "${SCALEGUARD_BUILD_DIR:-build}")
+# SCALEGUARD_SLURM_CONF_DIR: an existing Slurm config directory to run (`up` writes none);
+# it must name this state directory's paths and ports (tests/parallelcluster lays one out).
 etc_dir=$dev_dir/etc
+[ -z "${SCALEGUARD_SLURM_CONF_DIR:-}" ] || etc_dir=$(abs "$SCALEGUARD_SLURM_CONF_DIR")
 run_dir=$dev_dir/run
 log_dir=$dev_dir/log
 munge_dir=$dev_dir/munge
-nodes=(gpu-st-p4d-1 gpu-st-p4d-2)
+# SCALEGUARD_DEV_NODES: the two slurmd node names (a config from SCALEGUARD_SLURM_CONF_DIR
+# may name them otherwise, e.g. ParallelCluster's <queue>-st-<resource>-N).
+read -ra nodes <<< "${SCALEGUARD_DEV_NODES:-gpu-st-p4d-1 gpu-st-p4d-2}"
 export SLURM_CONF=$etc_dir/slurm.conf
 # SCALEGUARD_SLURM_PREFIX: a Slurm install (scripts/slurm-release build VER; /opt/slurm on
 # ParallelCluster) whose bin/ and sbin/ come first and whose lib/slurm is the PluginDir;

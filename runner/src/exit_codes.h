@@ -9,5 +9,12 @@ constexpr int kExitUsage = 64;       // unknown verb or option (EX_USAGE)
 // SIGUSR1/SIGTERM: all ranks agreed to stop at a step boundary after the after-step hook
 // ran (the hook that saves the checkpoint). The job should be requeued to resume.
 constexpr int kExitStoppedAfterCheckpoint = 85;
+// The NCCL watchdog (comm_nccl.cpp) saw an asynchronous NCCL error or a collective past
+// SCALEGUARD_NCCL_TIMEOUT_S, or NCCL start-up did not finish within --startup-timeout:
+// the rank aborted its communicators and exited. Every rank of the job ends this way (the
+// peers of a dead or hung rank time out too). Nothing was saved at this point; the job
+// should be requeued to resume from its last checkpoint (scripts/sbatch/train.sbatch does,
+// a bounded number of times).
+constexpr int kExitCommFailure = 86;
 
 }  // namespace scaleguard::run

@@ -85,6 +85,21 @@ run_with_signal() {  # run_with_signal SIGNAL
   refute_output --partial "requeue"
 }
 
+@test "train.sbatch requeues when a collective failed or timed out (exit 86), a bounded number of times" {
+  fake_srun
+  SLURM_RESTART_COUNT=2 FAKE_RC=86 run "$SCALEGUARD_SOURCE_DIR/scripts/sbatch/train.sbatch" cfg.ini
+  assert_success
+  assert_output --partial "a collective failed or timed out (exit 86), requeueing job 4242"
+  run cat "$log"
+  assert_line "scontrol requeue 4242"
+  rm "$log"
+  SLURM_RESTART_COUNT=3 FAKE_RC=86 run "$SCALEGUARD_SOURCE_DIR/scripts/sbatch/train.sbatch" cfg.ini
+  assert_failure 86
+  assert_output --partial "not requeueing"
+  run cat "$log"
+  refute_output --partial "requeue"
+}
+
 @test "train.sbatch without a config is a usage error" {
   run "$SCALEGUARD_SOURCE_DIR/scripts/sbatch/train.sbatch"
   assert_failure

@@ -86,6 +86,17 @@ assert_slurmctld_alive() {
   scontrol ping | grep -q 'is UP' || fail "slurmctld does not answer"
 }
 
+# True when the cluster's Slurm is release $1 or later ("23.02"): the clients on PATH are the
+# cluster's own (scripts/dev-cluster puts a SCALEGUARD_SLURM_PREFIX first).
+slurm_at_least() {
+  local have want
+  have=$(scontrol --version | sed -n 's/^slurm \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  [ -n "$have" ] || fail "cannot read the Slurm release from: $(scontrol --version)"
+  want=${1/./ }
+  # shellcheck disable=SC2086
+  printf '%d %d\n%d %d\n' $want $have | sort -n -k1,1 -k2,2 -C
+}
+
 # True when `up` loaded the scaleguard SPANK plugin (the --train-* options exist).
 spank_loaded() {
   grep -q 'scaleguard\.so' "$SCALEGUARD_DEV_DIR/etc/plugstack.conf" 2>/dev/null

@@ -157,6 +157,11 @@ intent=(--train-model=350M --train-tokens=2.6B)
   run as_user "$JS_TMP" scontrol update jobid="$job_id" TresPerJob=gres:gpu:8
   assert_failure
   assert_output --partial 'Access/permission denied'
+  # 23.02+ pass job_modify an err_msg that reaches the user (22.05 has none: the log only).
+  if slurm_at_least 23.02; then
+    assert_output --partial 'scaleguard: reject'
+    assert_output --partial 'distributed_min_gpu_hours'
+  fi
   run job_field "$job_id" TresPerJob
   assert_output --regexp '^gres[:/]gpu:1$'
   uid=$(id -u "$SCALEGUARD_TEST_USER")

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# slurm_release.live_<ver>: the live suite (every tests/slurm/*.bats, unchanged) on a cluster
+# that runs SchedMD's Slurm VERSION built from source, with the plugins built against its
+# headers. The CLI and runner come from this build tree (they do not link Slurm).
+#
+#   live.sh VERSION WORK_DIR BUILD_DIR
+#
+# WORK_DIR holds the plugin build, a folder with the two .so files and the cluster's state.
+# Exit 77 (ctest SKIP) when the release's tarball is absent: slurm-release says why.
+# Accounting is off (the release is built without MySQL): accounting.bats skips, and says so.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source_dir=$(cd "$here/../.." && pwd)
+release=$source_dir/scripts/slurm-release
+version=${1:?usage: live.sh VERSION WORK_DIR BUILD_DIR}
+work=${2:?usage: live.sh VERSION WORK_DIR BUILD_DIR}
+build=${3:?usage: live.sh VERSION WORK_DIR BUILD_DIR}
+say() { echo "live $version: $*" >&2; }
+
+t0=$SECONDS
+prefix=$("$release" build "$version") || exit $?
+say "Slurm $version ready in $((SECONDS - t0)) s ($prefix)"
+sos=$("$release" plugins "$version" "$work/plugins-build") || exit $?
+rm -rf "$work/plugins"; mkdir -p "$work/plugins"
+# shellcheck disable=SC2086
+ln -s $sos "$work/plugins/"
+[ -f "$work/plugins/job_submit_scaleguard.so" ] && [ -f "$work/plugins/scaleguard.so" ] ||
+  { say "plugins missing in $work/plugins"; exit 1; }
+
+export SCALEGUARD_SLURM_PREFIX=$prefix
+export SCALEGUARD_PLUGIN_DIR=$work/plugins
+export SCALEGUARD_DEV_DIR=$work/dev-cluster
+export SCALEGUARD_BUILD_DIR=$build
+export SCALEGUARD_SOURCE_DIR=$source_dir
+export SCALEGUARD_ACCOUNTING=0
+# What the clients and daemons really are: the tests must not run Debian's by accident.
+export PATH=$prefix/bin:$prefix/sbin:$PATH
+say "$(sbatch --version) from $(command -v sbatch)"
+case $(sbatch --version) in "slurm $version") ;; *) say "sbatch is not $version"; exit 1 ;; esac
+
+trap '"$source_dir/scripts/dev-cluster/down" >/dev/null 2>&1' EXIT
+"$source_dir/scripts/dev-cluster/up" || { say "dev-cluster up failed"; exit 1; }
+t1=$SECONDS
+rc=0
+for file in "$source_dir"/tests/slurm/*.bats; do
+  bats --timing "$file" || rc=1
+done
+say "suite: $((SECONDS - t1)) s, rc $rc"
+exit $rc

@@ -2,18 +2,25 @@
 # Installs scaleguard on an AWS ParallelCluster 3 node (or any Slurm node), as a CustomActions
 # OnNodeConfigured/OnNodeUpdated script or by hand. Idempotent: a second run changes nothing.
 #
-# head:    fetch the sources, build (CMake), `cmake --install` the programs, man pages and
-#          shipped configs into PREFIX and the plugins into Slurm's PluginDir; put the policy
-#          and catalog into SLURM_CONF_DIR/scaleguard/ (an installed policy is kept unless
-#          --policy names one); write job_submit_scaleguard.conf and
-#          plugstack.conf.d/scaleguard.conf; make sure slurm.conf has JobSubmitPlugins=scaleguard
-#          and PrologFlags=Alloc and plugstack.conf includes plugstack.conf.d/*; restart slurmctld.
+# head:    (--install-deps: the build dependencies from apt or dnf), fetch the sources, build
+#          (CMake; Open MPI from the EFA installer in /opt/amazon/openmpi and a LibTorch named by
+#          --libtorch when there is one), `cmake --install` the programs, man pages and shipped
+#          configs into PREFIX and the plugins into Slurm's PluginDir; put the policy and catalog
+#          into SLURM_CONF_DIR/scaleguard/ (an installed policy is kept unless --policy names
+#          one); write job_submit_scaleguard.conf and plugstack.conf.d/scaleguard.conf (and the
+#          plugstack.conf include of that folder); restart slurmctld.
+#          slurm.conf needs JobSubmitPlugins=scaleguard and PrologFlags=Alloc. When ParallelCluster
+#          manages slurm.conf (it includes slurm_parallelcluster.conf) the script never edits it:
+#          it checks the settings (from CustomSlurmSettings) and, when they are missing, says
+#          what to put into CustomSlurmSettings and exits 1. Elsewhere it adds them to slurm.conf.
 # compute: check that the head node's install is visible (shared PREFIX and PluginDir), write
-#          /etc/profile.d/scaleguard.sh, restart slurmd if it runs.
+#          /etc/profile.d/scaleguard.sh, restart slurmd if it runs. A missing scaleguard-run (the
+#          head node built without MPI or LibTorch) is a warning naming the fix, not an error.
 # Both write /etc/profile.d/scaleguard.sh (PATH; SCALEGUARD_POLICY and SCALEGUARD_CATALOG, the
 # CLI's defaults otherwise point into the source tree it was built from).
-# Run with --help for the options. Needs bash, coreutils, diff; the head role also cmake (3.18+),
-# a C++17 compiler and the build dependencies (README.md in this folder).
+# Run with --help for the options. Needs bash, coreutils, diff; the head role also cmake (3.18+;
+# `cmake3` is used where `cmake` is older), a C++17 compiler and the build dependencies
+# (--install-deps, or README.md in this folder).
 set -euo pipefail
 
 prog=install.sh
@@ -32,18 +39,30 @@ usage: install.sh [options]
                          configured when it has no CMakeCache.txt; sources from a
                          .tar.gz are unpacked beside it, in DIR-src
   --no-build             install from --build-dir as it is (already built)
+  --install-deps         head: install the build dependencies first, with apt-get (Ubuntu,
+                         Debian) or dnf (Amazon Linux 2023, RHEL 9 and the like)
+  --libtorch DIR         head: a LibTorch (the CUDA build from pytorch.org, unpacked) for
+                         scaleguard-run: DIR goes on CMAKE_PREFIX_PATH (DIR/share/cmake/Torch)
+  --mpi DIR              head: the Open MPI for scaleguard-run (default: /opt/amazon/openmpi,
+                         the EFA installer's, when it exists)
   --cmake-arg ARG        extra CMake configure argument, repeatable
                          (e.g. -DCMAKE_PREFIX_PATH=/opt/libtorch)
   --prefix DIR           install prefix of programs, man pages, shipped configs
                          (default: /opt/scaleguard; shared with compute nodes)
   --slurm-conf-dir DIR   directory of slurm.conf (default: dirname of $SLURM_CONF, else
                          /opt/slurm/etc when it exists, else /etc/slurm)
+  --slurm-conf MODE      head: auto (default): `check` when ParallelCluster manages slurm.conf
+                         (it includes slurm_parallelcluster.conf), else `edit`;
+                         check: never write slurm.conf, fail naming the CustomSlurmSettings
+                         that are missing; edit: add the settings to slurm.conf
   --plugin-dir DIR       where the Slurm plugins are (head default: the build's
                          SCALEGUARD_SLURM_PLUGIN_DIR, which CMake detects; compute default:
                          PluginDir of slurm.conf, else /opt/slurm/lib/slurm)
   --policy FILE          install this policy (checked with `scaleguard policy check` first);
                          default: keep an installed one, else install the shipped one
   --catalog FILE         install this catalog (default: keep, else the shipped one)
+  --profile FILE         the login profile to write (default /etc/profile.d/scaleguard.sh;
+                         `none`: write none)
   --root DIR             install below DIR instead of / (tests, images); restarts nothing
   --no-restart           do not restart slurmctld / slurmd
   --dry-run              print what would be done and every file change; change nothing
@@ -60,6 +79,7 @@ check_path() {  # NAME VALUE
 
 role="" source="" build_dir=/var/tmp/scaleguard-build build=1 prefix=/opt/scaleguard
 conf_dir="" plugin_dir="" policy="" catalog="" root="" restart=1 dry_run=0
+install_deps=0 libtorch="" mpi="" conf_mode=auto profile=/etc/profile.d/scaleguard.sh
 cmake_args=()
 while [ $# -gt 0 ]; do
   opt=$1
@@ -68,7 +88,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift; continue ;;
     --no-restart) restart=0; shift; continue ;;
     --dry-run) dry_run=1; shift; continue ;;
-    --role|--source|--build-dir|--cmake-arg|--prefix|--slurm-conf-dir|--plugin-dir|--policy|--catalog|--root)
+    --install-deps) install_deps=1; shift; continue ;;
+    --role|--source|--build-dir|--cmake-arg|--prefix|--slurm-conf-dir|--plugin-dir|--policy|--catalog|--root|--libtorch|--mpi|--slurm-conf|--profile)
       [ $# -ge 2 ] && [ -n "$2" ] || usage_error "$opt needs a value" ;;
     *) usage_error "unknown option '$opt'" ;;
   esac
@@ -85,6 +106,10 @@ while [ $# -gt 0 ]; do
     --policy) [ -f "$val" ] && [ -r "$val" ] || usage_error "--policy '$val': no such readable file"; policy=$(realpath "$val") ;;
     --catalog) [ -f "$val" ] && [ -r "$val" ] || usage_error "--catalog '$val': no such readable file"; catalog=$(realpath "$val") ;;
     --root) check_path --root "$val"; [ -d "$val" ] || usage_error "--root '$val': not a directory"; root=${val%/} ;;
+    --libtorch) check_path --libtorch "$val"; libtorch=${val%/} ;;
+    --mpi) check_path --mpi "$val"; mpi=${val%/} ;;
+    --slurm-conf) case $val in auto|check|edit) conf_mode=$val ;; *) usage_error "--slurm-conf '$val': expected auto, check or edit" ;; esac ;;
+    --profile) [ "$val" = none ] || check_path --profile "$val"; profile=$val ;;
   esac
 done
 [ -n "$root" ] && restart=0
@@ -215,36 +240,104 @@ fetch_source() {
     die "--source: $source holds no scaleguard source tree (CMakeLists.txt, configs/policy.ini)"
 }
 
+# ---------------------------------------------------------------- build dependencies (head)
+# The OS's own packages. LibTorch is not among them (Ubuntu and Amazon Linux have no CUDA
+# LibTorch package): the admin unpacks the one matching the nodes' CUDA and names it with
+# --libtorch. Open MPI comes from the EFA installer on ParallelCluster's images.
+do_install_deps() {
+  if command -v apt-get > /dev/null; then
+    run env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      build-essential cmake ninja-build pkg-config git libboost-program-options-dev \
+      nlohmann-json3-dev libxxhash-dev libhdf5-dev
+  elif command -v dnf > /dev/null; then
+    run dnf install -y -q gcc-c++ make cmake ninja-build pkgconf-pkg-config git boost-devel \
+      json-devel xxhash-devel hdf5-devel
+  elif command -v yum > /dev/null; then  # older RHEL-likes: CMake 3 is `cmake3` there
+    run yum install -y -q gcc-c++ make cmake3 ninja-build git boost-devel json-devel xxhash-devel hdf5-devel
+  else
+    die "--install-deps: neither apt-get nor dnf nor yum found; install the build dependencies by hand (README.md)"
+  fi
+}
+
+# `cmake` when it is 3.18 or newer, else `cmake3` (the name on RHEL-likes with an old cmake).
+cmake_bin=cmake
+pick_cmake() {
+  local c v
+  for c in cmake cmake3; do
+    command -v "$c" > /dev/null || continue
+    v=$("$c" --version | sed -n '1s/^cmake[0-9]* version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+    set -- $v
+    if [ -n "$v" ] && { [ "$1" -gt 3 ] || { [ "$1" = 3 ] && [ "$2" -ge 18 ]; }; }; then
+      cmake_bin=$c; return 0
+    fi
+  done
+  [ "$dry_run" = 1 ] && return 0
+  die "no cmake 3.18 or newer found (cmake, cmake3): use --install-deps, or pip install cmake"
+}
+
+# -DCMAKE_PREFIX_PATH / -DMPI_HOME from --libtorch and --mpi (or the EFA installer's Open MPI).
+runner_args=()
+find_runner_deps() {
+  local prefix_path=()
+  if [ -n "$libtorch" ]; then
+    if [ -f "$root$libtorch/share/cmake/Torch/TorchConfig.cmake" ]; then
+      prefix_path+=("$libtorch")
+    else
+      # Not fatal: the plugins and the CLI do not need it (a failed head node action would
+      # fail the whole cluster). The runner is then not built; the WARNING below says so.
+      say "WARNING: --libtorch $libtorch: no $libtorch/share/cmake/Torch/TorchConfig.cmake there (unpack pytorch.org's CUDA libtorch zip into $libtorch): scaleguard-run cannot be built"
+    fi
+  fi
+  if [ -z "$mpi" ] && [ -x "$root/opt/amazon/openmpi/bin/mpicc" ]; then
+    mpi=/opt/amazon/openmpi
+    say "Open MPI: $mpi (the EFA installer's)"
+  fi
+  if [ -n "$mpi" ]; then
+    [ -x "$root$mpi/bin/mpicc" ] || [ "$dry_run" = 1 ] || die "--mpi $mpi: no bin/mpicc there"
+    prefix_path+=("$mpi")
+    runner_args+=(-DMPI_HOME="$mpi")
+  fi
+  if [ ${#prefix_path[@]} -gt 0 ]; then
+    local IFS=';'
+    runner_args+=(-DCMAKE_PREFIX_PATH="${prefix_path[*]}")
+  fi
+}
+
 cache_value() {  # VAR: its value in the build's CMakeCache.txt
   sed -n "s/^$1:[A-Z]*=//p" "$build_dir/CMakeCache.txt"
 }
 
 build_and_install() {
   local gen=() targets
+  pick_cmake
+  if [ "$build" = 1 ]; then find_runner_deps; fi
   if [ ! -f "$build_dir/CMakeCache.txt" ]; then
     [ "$build" = 1 ] || die "--no-build: $build_dir is not a configured build directory"
-    command -v cmake > /dev/null || die "cmake not found (3.18 or newer; e.g. pip install cmake)"
     command -v ninja > /dev/null && gen=(-G Ninja)
     # Slurm's headers beside its config (ParallelCluster: /opt/slurm/{etc,include}), which
     # CMake would not search; the plugins must be built against the Slurm that loads them.
     local slurm_inc
     slurm_inc=$(dirname "$conf_dir")/include
     [ -f "$slurm_inc/slurm/spank.h" ] && gen+=(-DSLURM_INCLUDE_DIR="$slurm_inc")
-    run cmake -S "$src" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    run "$cmake_bin" -S "$src" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DSCALEGUARD_TESTS=OFF -DSCALEGUARD_BENCH=OFF \
-      ${plugin_dir:+-DSCALEGUARD_SLURM_PLUGIN_DIR=$plugin_dir} "${cmake_args[@]}"
+      ${plugin_dir:+-DSCALEGUARD_SLURM_PLUGIN_DIR=$plugin_dir} "${runner_args[@]}" "${cmake_args[@]}"
   elif [ -n "$plugin_dir" ] && [ "$(cache_value SCALEGUARD_SLURM_PLUGIN_DIR)" != "$plugin_dir" ]; then
     [ "$build" = 1 ] || die "--no-build: $build_dir installs plugins into $(cache_value SCALEGUARD_SLURM_PLUGIN_DIR), not --plugin-dir $plugin_dir"
-    run cmake -S "$src" -B "$build_dir" -DSCALEGUARD_SLURM_PLUGIN_DIR="$plugin_dir" "${cmake_args[@]}"
+    run "$cmake_bin" -S "$src" -B "$build_dir" -DSCALEGUARD_SLURM_PLUGIN_DIR="$plugin_dir" "${runner_args[@]}" "${cmake_args[@]}"
+  elif [ "$build" = 1 ] && [ $((${#runner_args[@]} + ${#cmake_args[@]})) -gt 0 ]; then
+    # A re-run with --libtorch (the fix for a head node built without it) configures again.
+    run "$cmake_bin" -S "$src" -B "$build_dir" "${runner_args[@]}" "${cmake_args[@]}"
   fi
   if [ "$build" = 1 ]; then
     targets=(scaleguard scaleguard_spank job_submit_scaleguard)
-    if [ "$dry_run" = 1 ] || cmake --build "$build_dir" --target help 2>/dev/null | grep -Eq '(^|\.\.\. )scaleguard-run(:|$)'; then
+    if [ "$dry_run" = 1 ] || "$cmake_bin" --build "$build_dir" --target help 2>/dev/null | grep -Eq '(^|\.\.\. )scaleguard-run(:|$)'; then
       targets+=(scaleguard-run)
     else
-      say "warning: scaleguard-run is not built here (MPI or LibTorch not found): jobs cannot run it"
+      say "scaleguard-run cannot be built here (MPI or LibTorch not found; the CMake output above says which)"
     fi
-    run cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
+    run "$cmake_bin" --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
   fi
   if [ "$dry_run" = 1 ] && [ ! -f "$build_dir/CMakeCache.txt" ]; then
     plugin_dir=${plugin_dir:-"(the plugin dir CMake detects)"}
@@ -259,8 +352,11 @@ build_and_install() {
       die "$build_dir/$f was not built (Slurm headers missing? see the CMake output)"
   done
   check_configs
-  echo "+ DESTDIR=$root cmake --install $build_dir --prefix $prefix"
-  [ "$dry_run" = 1 ] || DESTDIR=$root cmake --install "$build_dir" --prefix "$prefix" > /dev/null
+  echo "+ DESTDIR=$root $cmake_bin --install $build_dir --prefix $prefix"
+  [ "$dry_run" = 1 ] || DESTDIR=$root "$cmake_bin" --install "$build_dir" --prefix "$prefix" > /dev/null
+  if [ "$dry_run" = 0 ] && [ ! -x "$root$prefix/bin/scaleguard-run" ]; then
+    say "WARNING: $prefix/bin/scaleguard-run is not installed ($build_dir has no scaleguard-run): jobs cannot run it. Fix: run the head role again with --libtorch DIR (a CUDA LibTorch) and Open MPI (/opt/amazon/openmpi or --mpi DIR)"
+  fi
 }
 
 # --------------------------------------------------------------- policy, catalog (head)
@@ -307,13 +403,17 @@ required $plugin_dir/scaleguard.so policy=$sg_dir/policy.ini profiles=$prefix/sh
 EOF
   # plugstack.conf: include the drop-in directory unless an include already covers it.
   local stack=$root$conf_dir/plugstack.conf include="include $conf_dir/plugstack.conf.d/*"
-  if [ -f "$stack" ] && grep -Eq "^[[:space:]]*include[[:space:]]+$conf_dir/plugstack\.conf\.d/(\*|scaleguard\.conf)[[:space:]]*$" "$stack"; then
+  if [ -f "$stack" ] && grep -Eq "^[[:space:]]*include[[:space:]]+$conf_dir/plugstack\.conf\.d/(\*|\*\.conf|scaleguard\.conf)[[:space:]]*$" "$stack"; then
     :
   else
     { [ -f "$stack" ] && cat "$stack"; echo "$include"; } | put "$stack" 0644
   fi
   # slurm.conf: our job_submit plugin, the job prolog at allocation (the SPANK plugin's plan
   # for srun/salloc jobs needs it), and the plugin dir when slurm.conf names PluginDir.
+  if [ "$conf_mode" = check ]; then
+    check_slurm_conf
+    return
+  fi
   local conf
   conf=$(ensure_list_item "$slurm_conf" JobSubmitPlugins scaleguard ,)
   conf=$(ensure_list_item <(printf '%s\n' "$conf") PrologFlags Alloc ,)
@@ -323,9 +423,82 @@ EOF
   printf '%s\n' "$conf" | put "$slurm_conf" 0644
 }
 
+# slurm.conf and the files it includes, in Slurm's order (an include's relative path is
+# relative to slurm.conf's directory; globs are expanded), comments and blank lines dropped.
+# Paths are as on the node: $root is put in front to read them.
+conf_lines() {  # FILE DEPTH
+  local file=$1 depth=$2 line inc f
+  [ "$depth" -lt 10 ] || return 0
+  while IFS= read -r line || [ -n "$line" ]; do
+    line=${line%%#*}
+    [[ $line =~ ^[[:space:]]*$ ]] && continue
+    if [[ $line =~ ^[[:space:]]*[Ii][Nn][Cc][Ll][Uu][Dd][Ee][[:space:]]+([^[:space:]]+) ]]; then
+      inc=${BASH_REMATCH[1]}
+      [[ $inc == /* ]] || inc=$conf_dir/$inc
+      for f in $root$inc; do
+        [ -f "$f" ] && conf_lines "$f" $((depth + 1))
+      done
+      continue
+    fi
+    printf '%s\n' "$line"
+  done < "$file"
+}
+
+# The value Slurm uses for KEY (the last one set; keys are case-insensitive), on stdin's lines.
+conf_value() {  # KEY
+  awk -v key="$1" 'BEGIN { lkey = tolower(key) }
+    index($0, "=") { k = substr($0, 1, index($0, "=") - 1); gsub(/[[:space:]]/, "", k)
+      if (tolower(k) == lkey) { v = substr($0, index($0, "=") + 1); gsub(/^[[:space:]]+|[[:space:]]+$/, "", v); val = v } }
+    END { print val }'
+}
+
+has_item() {  # LIST SEPARATOR ITEM: ITEM is in LIST (case-insensitive)
+  local IFS=$2 i
+  for i in $1; do [ "${i,,}" = "${3,,}" ] && return 0; done
+  return 1
+}
+
+# ParallelCluster writes slurm.conf and regenerates it: the settings come from the cluster
+# config's Scheduling/SlurmSettings/CustomSlurmSettings (pcluster/custom_slurm_settings_include_file_slurm.conf).
+# Check them; when one is missing say what to add, and fail.
+check_slurm_conf() {
+  local lines jsp pf pd missing=() want_jsp want_pf
+  lines=$(conf_lines "$slurm_conf" 0)
+  jsp=$(conf_value JobSubmitPlugins <<< "$lines")
+  pf=$(conf_value PrologFlags <<< "$lines")
+  pd=$(conf_value PluginDir <<< "$lines")
+  if has_item "$jsp" , scaleguard || has_item "$jsp" , job_submit/scaleguard; then :; else
+    want_jsp=${jsp:+$jsp,}scaleguard
+    missing+=("JobSubmitPlugins: $want_jsp")
+  fi
+  if ! has_item "$pf" , alloc; then
+    want_pf=${pf:+$pf,}Alloc
+    missing+=("PrologFlags: $want_pf")
+  fi
+  if [ -n "$pd" ] && ! has_item "$pd" : "$plugin_dir"; then
+    missing+=("PluginDir: $pd:$plugin_dir")
+  fi
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "$conf_dir/slurm.conf (not edited: ${pc_managed:+ParallelCluster manages it, }--slurm-conf check) has JobSubmitPlugins=$jsp PrologFlags=$pf"
+    return 0
+  fi
+  slurm_conf_missing=1
+  {
+    echo "$prog: ERROR: $conf_dir/slurm.conf lacks settings scaleguard needs; it is not edited (${pc_managed:+ParallelCluster manages it and rewrites it, }--slurm-conf check)."
+    echo "$prog: add them to the cluster config, then run \`pcluster update-cluster\` (or put them in the file CustomSlurmSettingsIncludeFile names):"
+    echo "  Scheduling:"
+    echo "    SlurmSettings:"
+    echo "      CustomSlurmSettings:"
+    local m
+    for m in "${missing[@]}"; do echo "        - $m"; done
+    echo "$prog: everything else is installed; run this again once slurm.conf has them."
+  } >&2
+}
+
 # ---------------------------------------------------------------- both roles
 write_profile() {
-  put "$root/etc/profile.d/scaleguard.sh" 0644 <<EOF
+  [ "$profile" != none ] || return 0
+  put "$root$profile" 0644 <<EOF
 # Written by scaleguard's install.sh: the CLI, its man pages and the cluster's policy.
 case ":\$PATH:" in *":$prefix/bin:"*) ;; *) PATH=$prefix/bin:\$PATH ;; esac
 export PATH
@@ -336,9 +509,12 @@ EOF
 
 check_shared() {  # compute: the head node's install must be visible here
   local f
-  for f in "$prefix/bin/scaleguard" "$prefix/bin/scaleguard-run" "$plugin_dir/scaleguard.so" "$sg_dir/policy.ini"; do
+  for f in "$prefix/bin/scaleguard" "$plugin_dir/scaleguard.so" "$sg_dir/policy.ini"; do
     [ -f "$root$f" ] || die "$root$f not found: run the head node install first, with --prefix and --plugin-dir on storage the compute nodes share"
   done
+  # The runner is optional: plugins and CLI work without it; jobs that run it cannot.
+  [ -x "$root$prefix/bin/scaleguard-run" ] ||
+    say "WARNING: $root$prefix/bin/scaleguard-run not found: the head node built scaleguard without MPI or LibTorch, so jobs cannot run scaleguard-run (the plugins and the CLI work). Fix: run the head role again with --libtorch DIR (a CUDA LibTorch; Open MPI from /opt/amazon/openmpi or --mpi DIR), then this again"
 }
 
 restart_daemon() {  # UNIT MODE
@@ -351,7 +527,16 @@ restart_daemon() {  # UNIT MODE
   fi
 }
 
+# Does ParallelCluster manage slurm.conf? Its slurm.conf includes slurm_parallelcluster.conf.
+pc_managed=""
+if [ -f "$slurm_conf" ] && grep -Eiq '^[[:space:]]*include[[:space:]]+([^[:space:]]*/)?slurm_parallelcluster\.conf[[:space:]]*$' "$slurm_conf"; then
+  pc_managed=1
+fi
+if [ "$conf_mode" = auto ]; then conf_mode=${pc_managed:+check}; conf_mode=${conf_mode:-edit}; fi
+slurm_conf_missing=0
+
 if [ "$role" = head ]; then
+  if [ "$install_deps" = 1 ]; then do_install_deps; fi
   fetch_source
   build_and_install
   install_configs
@@ -367,4 +552,8 @@ else
   restart_daemon slurmd try
 fi
 if [ "$changed" = 0 ]; then say "nothing to change: already installed"; fi
+if [ "$slurm_conf_missing" = 1 ]; then
+  say "incomplete: slurm.conf lacks settings (the ERROR above)" >&2
+  exit 1
+fi
 if [ "$dry_run" = 1 ]; then say "dry run: nothing was changed"; else say "done ($role node)"; fi

@@ -58,10 +58,14 @@ setup() {
 }
 
 @test "compute: without scaleguard-run the plugins and CLI are used, a WARNING names the fix, exit 0" {
-  run pc_install head
+  # The head node's install from this checkout's install.sh (SCALEGUARD_PC_INSTALL may name
+  # another one to test the compute role with).
+  PC_INSTALL=$SCALEGUARD_SOURCE_DIR/scripts/parallelcluster/install.sh run pc_install head
   assert_success
   [ ! -e "$PC_PREFIX/bin/scaleguard-run" ]
-  run pc_install compute
+  # As a compute node sees the head node's install: /opt/slurm and /shared from the head node.
+  run "$PC_INSTALL" --role compute --root "$PC_ROOT" --prefix /shared/scaleguard \
+    --plugin-dir /opt/slurm/lib/slurm
   assert_success
   assert_output --regexp "WARNING: .*scaleguard-run not found"
   assert_output --partial "--libtorch DIR"

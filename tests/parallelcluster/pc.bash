@@ -35,7 +35,8 @@ PC_PREFIX=$PC_ROOT/shared/scaleguard
 PC_PLUGINS=$PC_ROOT/opt/slurm/lib/slurm
 PC_BUILD=$PC_WORK/build
 PC_DEV=$PC_WORK/dev
-PC_INSTALL=$SCALEGUARD_SOURCE_DIR/scripts/parallelcluster/install.sh
+# SCALEGUARD_PC_INSTALL: another install.sh to test (e.g. an older commit's, from `git archive`).
+PC_INSTALL=${SCALEGUARD_PC_INSTALL:-$SCALEGUARD_SOURCE_DIR/scripts/parallelcluster/install.sh}
 PC_NODES="gpu-od-st-p4d-1 gpu-spot-st-p4d-1"
 : "${BATS_TEST_TIMEOUT:=240}"
 export BATS_TEST_TIMEOUT

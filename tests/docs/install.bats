@@ -14,9 +14,10 @@ setup() {
   root=$BATS_TEST_TMPDIR/root
   etc=$root/opt/slurm/etc
   mkdir -p "$etc"
-  # A ParallelCluster-like slurm.conf (no JobSubmitPlugins, no PrologFlags, no PluginDir).
+  # A slurm.conf of the admin's own (no JobSubmitPlugins, no PrologFlags, no PluginDir), which
+  # install.sh edits. ParallelCluster's own, which it must not edit: tests/parallelcluster.
   printf '%s\n' 'ClusterName=pc' 'SlurmctldHost=ip-10-0-0-1' 'SchedulerType=sched/backfill' \
-    'include slurm_parallelcluster.conf' > "$etc/slurm.conf"
+    'include cluster_nodes.conf' > "$etc/slurm.conf"
   unset SLURM_CONF
   plugin_dir=$(sed -n 's/^SCALEGUARD_SLURM_PLUGIN_DIR:[A-Z]*=//p' "$SCALEGUARD_BUILD_DIR/CMakeCache.txt")
 }
@@ -61,7 +62,7 @@ snapshot() { (cd "$root" && find . -type f -print0 | sort -z | xargs -0 -r sha25
   assert_output "include /opt/slurm/etc/plugstack.conf.d/*"
   run cat "$etc/slurm.conf"
   assert_line --index 0 "ClusterName=pc"
-  assert_line --index 3 "include slurm_parallelcluster.conf"
+  assert_line --index 3 "include cluster_nodes.conf"
   assert_line "JobSubmitPlugins=scaleguard"
   assert_line "PrologFlags=Alloc"
   run cat "$root/etc/profile.d/scaleguard.sh"

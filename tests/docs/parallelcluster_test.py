@@ -5,8 +5,12 @@ The YAML parses; every queue is a partition of configs/policy.ini (as `scaleguar
 check` reads it) with the same instance type, capacity (ONDEMAND/SPOT) and fabric (EFA on,
 placement group on), the first queue is the policy's default partition and every policy
 partition has a queue; the FSx mount is one of the policy's checkpoint roots; the install
-prefix is on shared storage; every CustomActions script is install.sh and its Args are
-accepted by scripts/parallelcluster/install.sh (a --dry-run below a temporary --root).
+prefix is on shared storage; the OS is one current ParallelCluster releases support; the
+CustomSlurmSettings hold what install.sh needs (JobSubmitPlugins with scaleguard, PrologFlags
+with Alloc) and no key ParallelCluster deny-lists; every CustomActions script is install.sh
+and its Args are accepted by scripts/parallelcluster/install.sh (a --dry-run below a temporary
+--root holding ParallelCluster's slurm.conf with those CustomSlurmSettings rendered into its
+include file, which install.sh checks and does not edit).
 Environment: SCALEGUARD_SOURCE_DIR, SCALEGUARD_BIN (the scaleguard CLI).
 """
 import os
@@ -26,6 +30,15 @@ BIN = os.environ["SCALEGUARD_BIN"]
 CONFIG = os.path.join(SRC, "configs", "parallelcluster", "cluster.yaml")
 INSTALL = os.path.join(SRC, "scripts", "parallelcluster", "install.sh")
 failures = []
+# ParallelCluster 3.13+ (ubuntu2004 and alinux2 are gone).
+SUPPORTED_OS = {"ubuntu2204", "ubuntu2404", "alinux2023", "rhel8", "rhel9", "rocky8", "rocky9"}
+# pcluster/validators/slurm_settings_validator.py, SLURM_SETTINGS_DENY_LIST["SlurmConf"].
+DENIED = {"communicationparameters", "epilog", "grestypes", "jobcomppass", "launchparameters",
+          "prolog", "reconfigflags", "resumefailprogram", "resumeprogram", "resumetimeout",
+          "slurmctldhost", "slurmctldlogfile", "slurmctldparameters", "slurmdlogfile", "slurmuser",
+          "suspendexcnodes", "suspendprogram", "suspendtime", "taskplugin", "treewidth",
+          "accountingstoragetype", "accountingstoragehost", "accountingstorageport",
+          "accountingstorageuser", "jobacctgathertype"}
 
 
 def fail(msg):
@@ -69,6 +82,8 @@ def dry_run(where, args, root):
         fail(f"{where}: install.sh {' '.join(args)} --dry-run failed ({p.returncode}):\n{p.stdout}{p.stderr}")
     elif "dry run: nothing was changed" not in p.stdout:
         fail(f"{where}: install.sh dry run did not finish:\n{p.stdout}")
+    elif "--role head" in " ".join(args) and "not edited: ParallelCluster manages it" not in p.stdout:
+        fail(f"{where}: install.sh did not find the CustomSlurmSettings in ParallelCluster's slurm.conf:\n{p.stdout}")
 
 
 def main():
@@ -80,6 +95,23 @@ def main():
     sched = conf["Scheduling"]
     if sched.get("Scheduler") != "slurm":
         fail("cluster.yaml: Scheduler is not slurm")
+    os_name = conf.get("Image", {}).get("Os")
+    if os_name not in SUPPORTED_OS:
+        fail(f"Image Os {os_name}: not an OS current ParallelCluster releases support {sorted(SUPPORTED_OS)}")
+    slurm_settings = sched.get("SlurmSettings", {})
+    custom = slurm_settings.get("CustomSlurmSettings", [])
+    if custom and slurm_settings.get("CustomSlurmSettingsIncludeFile"):
+        fail("CustomSlurmSettings and CustomSlurmSettingsIncludeFile together: ParallelCluster refuses that")
+    settings = {}
+    for item in custom:
+        for key, value in item.items():
+            if key.lower() in DENIED:
+                fail(f"CustomSlurmSettings {key}: deny-listed by ParallelCluster")
+            settings[key.lower()] = str(value)
+    if "scaleguard" not in [v.strip().lower() for v in settings.get("jobsubmitplugins", "").split(",")]:
+        fail("CustomSlurmSettings: no JobSubmitPlugins with scaleguard (job_submit/scaleguard would not load)")
+    if "alloc" not in [v.strip().lower() for v in settings.get("prologflags", "").split(",")]:
+        fail("CustomSlurmSettings: no PrologFlags with Alloc (the SPANK plugin's srun/salloc plan needs it)")
     parts, roots = policy_partitions()
     if not parts:
         fail("scaleguard policy check printed no partitions")
@@ -133,8 +165,17 @@ def main():
     with tempfile.TemporaryDirectory() as root:
         etc = os.path.join(root, "opt", "slurm", "etc")
         os.makedirs(etc)
+        # ParallelCluster's slurm.conf: its includes, the CustomSlurmSettings rendered as it
+        # renders them (install.sh must find them there and edit nothing).
+        os.makedirs(os.path.join(etc, "pcluster"))
         with open(os.path.join(etc, "slurm.conf"), "w") as f:
-            f.write("ClusterName=pc\n")
+            f.write("ClusterName=parallelcluster\ninclude slurm_parallelcluster.conf\n"
+                    "include pcluster/custom_slurm_settings_include_file_slurm.conf\n")
+        open(os.path.join(etc, "slurm_parallelcluster.conf"), "w").close()
+        with open(os.path.join(etc, "pcluster", "custom_slurm_settings_include_file_slurm.conf"), "w") as f:
+            f.write("# This file is automatically generated by pcluster\n\n")
+            for item in custom:
+                f.write(" ".join(f"{k}={v}" for k, v in item.items()) + "\n")
         for where, args in heads:
             dry_run(where, args, root)
         # Compute nodes see what the head node installed under its prefix (shared storage).
@@ -144,7 +185,7 @@ def main():
             if prefix not in head_prefixes:
                 fail(f"{where}: --prefix {prefix} is not the head node's {head_prefixes}")
                 continue
-            for path in (f"{prefix}/bin/scaleguard", f"{prefix}/bin/scaleguard-run",
+            for path in (f"{prefix}/bin/scaleguard",
                          "/opt/slurm/lib/slurm/scaleguard.so", "/opt/slurm/etc/scaleguard/policy.ini"):
                 os.makedirs(os.path.dirname(root + path), exist_ok=True)
                 open(root + path, "a").close()

@@ -11,6 +11,8 @@
 # The Slurm plugins go where slurmctld and slurmstepd look for them (Slurm's PluginDir), which
 # is outside the prefix; scripts/parallelcluster/install.sh places configs into the Slurm
 # config dir itself (an admin's edited policy must survive a reinstall).
+# COMPONENT: cli (CLI, configs, man pages, docs), runner (scaleguard-run and its man page),
+# slurm_plugins: the packages cmake/package.cmake makes (CPack, one .deb per component).
 include(GNUInstallDirs)
 
 # Slurm's PluginDir: a directory holding a plugin every Slurm build has (auth_munge.so),
@@ -37,26 +39,29 @@ if(NOT DEFINED SCALEGUARD_SLURM_PLUGIN_DIR)
 endif()
 
 if(TARGET scaleguard)
-  install(TARGETS scaleguard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS scaleguard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 endif()
 if(TARGET scaleguard-run)
-  install(TARGETS scaleguard-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS scaleguard-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runner)
 endif()
 foreach(plugin scaleguard_spank job_submit_scaleguard)
   if(TARGET ${plugin})
-    install(TARGETS ${plugin} LIBRARY DESTINATION "${SCALEGUARD_SLURM_PLUGIN_DIR}")
+    install(TARGETS ${plugin} LIBRARY DESTINATION "${SCALEGUARD_SLURM_PLUGIN_DIR}" COMPONENT slurm_plugins)
   endif()
 endforeach()
 
 set(scaleguard_datadir ${CMAKE_INSTALL_DATADIR}/scaleguard)
-install(FILES configs/policy.ini configs/catalog.ini DESTINATION ${scaleguard_datadir})
-install(DIRECTORY configs/nccl/ DESTINATION ${scaleguard_datadir}/nccl FILES_MATCHING PATTERN "*.ini")
-install(DIRECTORY configs/examples/ DESTINATION ${scaleguard_datadir}/examples)
-install(DIRECTORY configs/parallelcluster/ DESTINATION ${scaleguard_datadir}/parallelcluster
+install(FILES configs/policy.ini configs/catalog.ini DESTINATION ${scaleguard_datadir} COMPONENT cli)
+install(DIRECTORY configs/nccl/ DESTINATION ${scaleguard_datadir}/nccl COMPONENT cli
+        FILES_MATCHING PATTERN "*.ini")
+install(DIRECTORY configs/examples/ DESTINATION ${scaleguard_datadir}/examples COMPONENT cli)
+install(DIRECTORY configs/parallelcluster/ DESTINATION ${scaleguard_datadir}/parallelcluster COMPONENT cli
         FILES_MATCHING PATTERN "*.yaml")
-install(FILES scripts/sbatch/train.sbatch scripts/sbatch/sweep.sbatch DESTINATION ${scaleguard_datadir}/sbatch)
+install(FILES scripts/sbatch/train.sbatch scripts/sbatch/sweep.sbatch DESTINATION ${scaleguard_datadir}/sbatch
+        COMPONENT cli)
 
-install(FILES man/scaleguard.1 man/scaleguard-run.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES man/scaleguard-policy.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+install(FILES man/scaleguard.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
+install(FILES man/scaleguard-run.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runner)
+install(FILES man/scaleguard-policy.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5 COMPONENT cli)
 file(GLOB scaleguard_docs ${CMAKE_CURRENT_SOURCE_DIR}/docs/*.md)
-install(FILES ${scaleguard_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${scaleguard_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT cli)

@@ -42,7 +42,8 @@ usage: install.sh [options]
   --install-deps         head: install the build dependencies first, with apt-get (Ubuntu,
                          Debian) or dnf (Amazon Linux 2023, RHEL 9 and the like)
   --libtorch DIR         head: a LibTorch (the CUDA build from pytorch.org, unpacked) for
-                         scaleguard-run: DIR goes on CMAKE_PREFIX_PATH (DIR/share/cmake/Torch)
+                         scaleguard-run: DIR goes on CMAKE_PREFIX_PATH (DIR/share/cmake/Torch;
+                         not there: a WARNING, the plugins and the CLI are installed anyway)
   --mpi DIR              head: the Open MPI for scaleguard-run (default: /opt/amazon/openmpi,
                          the EFA installer's, when it exists)
   --cmake-arg ARG        extra CMake configure argument, repeatable
@@ -442,6 +443,7 @@ conf_lines() {  # FILE DEPTH
     fi
     printf '%s\n' "$line"
   done < "$file"
+  return 0
 }
 
 # The value Slurm uses for KEY (the last one set; keys are case-insensitive), on stdin's lines.

@@ -8,7 +8,8 @@
 # job_submit/scaleguard. Purges the packages and stops the cluster on every exit.
 # Root only (dpkg, slurmd). Environment: SCALEGUARD_SOURCE_DIR, SCALEGUARD_BUILD_DIR
 # (the package build goes to $SCALEGUARD_BUILD_DIR/package-build, the cluster's state to
-# $SCALEGUARD_BUILD_DIR/package-cluster), SCALEGUARD_RUN_BIN when the runner is built.
+# $SCALEGUARD_BUILD_DIR/package-cluster), SCALEGUARD_RUN_BIN when the runner is built,
+# SCALEGUARD_PACKAGE_ARGS: cmake arguments for the package build (-DSCALEGUARD_RUNNER=OFF).
 set -euo pipefail
 : "${SCALEGUARD_SOURCE_DIR:?}" "${SCALEGUARD_BUILD_DIR:?}"
 src=$SCALEGUARD_SOURCE_DIR
@@ -44,9 +45,15 @@ purge
 trap cleanup EXIT
 
 step "scripts/package $pkg_build"
-mapfile -t debs < <("$src/scripts/package" "$pkg_build" | grep '\.deb$')
+# shellcheck disable=SC2086  # SCALEGUARD_PACKAGE_ARGS: extra cmake arguments, split on spaces
+mapfile -t debs < <("$src/scripts/package" "$pkg_build" -- ${SCALEGUARD_PACKAGE_ARGS:-} | grep '\.deb$')
 printf '   %s\n' "${debs[@]}"
-deb_of() { local d; for d in "${debs[@]}"; do [[ $(basename "$d") == "$1"_* ]] && { echo "$d"; return; }; done; }
+deb_of() {  # the .deb of package $1, or nothing
+  local d
+  for d in "${debs[@]}"; do
+    if [[ $(basename "$d") == "$1"_* ]]; then echo "$d"; fi
+  done
+}
 cli_deb=$(deb_of scaleguard); plugins_deb=$(deb_of scaleguard-slurm-plugins); run_deb=$(deb_of scaleguard-run)
 [ -n "$cli_deb" ] && [ -n "$plugins_deb" ] || fail "scaleguard or scaleguard-slurm-plugins .deb missing"
 if [ -n "${SCALEGUARD_RUN_BIN:-}" ]; then
@@ -130,7 +137,7 @@ job_id=$(grep -E '^[0-9]+(;[^ ]*)?$' <<<"$out" | tail -n 1 | cut -d';' -f1)
 [ -n "$job_id" ] || fail "no job id in: $out"
 comment=$(scontrol show job "$job_id" | sed -n 's/^ *AdminComment=//p')
 echo "   AdminComment=$comment"
-[[ $comment =~ ^scaleguard:\ accept.*single\ gpus=1\ nodes=1 ]] || fail "AdminComment: $comment"
+[[ $comment =~ ^scaleguard:\ (accept|warn).*single\ gpus=1\ nodes=1 ]] || fail "AdminComment: $comment"
 scancel "$job_id"
 
 step "purge"

@@ -40,7 +40,8 @@ cleanup() {
 }
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: root only (dpkg -i, slurmd)"; exit 77; }
-# A run killed before its trap ran (ctest's timeout) leaves its packages installed.
+# A run killed before its trap ran (ctest's timeout) leaves its packages installed (this also
+# purges scaleguard packages installed by hand: run it on build and CI machines only).
 purge
 trap cleanup EXIT
 
@@ -61,6 +62,7 @@ if [ -n "${SCALEGUARD_RUN_BIN:-}" ]; then
 fi
 
 step "control fields name the Slurm release the plugins were built for"
+version=$(dpkg-deb -f "$cli_deb" Version); version=${version%-*}   # 0.1.0-1 -> 0.1.0
 system_plugins=$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep '/auth_munge\.so$')")
 slurm_release=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
 depends=$(dpkg-deb -f "$plugins_deb" Depends)
@@ -93,7 +95,7 @@ want=(/usr/bin/scaleguard
   "$system_plugins/scaleguard.so" "$system_plugins/job_submit_scaleguard.so"
   /usr/share/doc/scaleguard-slurm-plugins/slurm-release)
 [ -n "$run_deb" ] && want+=(/usr/bin/scaleguard-run /usr/share/man/man1/scaleguard-run.1
-  /usr/share/modulefiles/scaleguard/0.1.0.lua)
+  /usr/share/modulefiles/scaleguard/$version.lua)
 for f in "${want[@]}"; do
   [ -f "$f" ] || fail "$f missing"
   dpkg -S "$f" >/dev/null 2>&1 || fail "$f is not owned by a package"
@@ -103,7 +105,7 @@ grep -q "Slurm $slurm_release" /usr/share/doc/scaleguard-slurm-plugins/slurm-rel
 for so in scaleguard.so job_submit_scaleguard.so; do
   nm -D --defined-only "$system_plugins/$so" | grep -q plugin_type || fail "$so exports no plugin_type"
 done
-[ "$(/usr/bin/scaleguard --version)" = "scaleguard 0.1.0" ] || fail "scaleguard --version: $(/usr/bin/scaleguard --version)"
+[ "$(/usr/bin/scaleguard --version)" = "scaleguard $version" ] || fail "scaleguard --version: $(/usr/bin/scaleguard --version)"
 # The installed CLI reads the installed policy by default (compiled-in /usr/share/scaleguard).
 out=$(cd / && env -u SCALEGUARD_POLICY -u SCALEGUARD_CATALOG /usr/bin/scaleguard policy check 2>&1) ||
   fail "scaleguard policy check (installed defaults): $out"

@@ -275,18 +275,29 @@ Result<Calibration> calibrate(const Metrics& m, const Hardware& hw, int skip) {
   const Plan& p = c.predicted;
   // Both sides split a step the same way: compute, pipeline bubble, and communication =
   // whatever is neither (so feeding the prediction back in returns the same efficiency).
-  c.predicted_comm_fraction = std::max(0.0, 1 - p.bubble_fraction - p.compute_seconds / p.step_seconds);
+  // The planner's fixed per-step costs (optimizer update, host) count as compute: the
+  // runner's communication timer does not see them.
+  const double p_compute = p.compute_seconds + p.fixed_seconds;
+  // The bubble idles the pipelined part of the step, not the fixed costs after it.
+  const double p_bubble = p.bubble_fraction * (p.step_seconds - p.fixed_seconds) / p.step_seconds;
+  c.predicted_comm_fraction = std::max(0.0, 1 - p_bubble - p_compute / p.step_seconds);
   double predicted_comm = c.predicted_comm_fraction * p.step_seconds;
   c.measured_compute_s = c.measured_step_s * (1 - c.measured_comm_fraction - c.measured_bubble_fraction);
 
   if (c.measured_compute_s > 0) {
-    c.implied_efficiency = hw.gpu.efficiency * p.compute_seconds / c.measured_compute_s;
+    // Only the math scales with the efficiency; memory-bound work and the fixed per-step
+    // costs take what they take.
+    const double math = p.compute_seconds - p.memory_bound_seconds;
+    const double other = p.memory_bound_seconds + p.fixed_seconds;
+    c.implied_efficiency = c.measured_compute_s > other
+                               ? hw.gpu.efficiency * math / (c.measured_compute_s - other)
+                               : hw.gpu.efficiency * p_compute / c.measured_compute_s;
     // Bandwidth is compared at the implied efficiency: how much data-parallel traffic the
     // backward pass hides depends on how long the compute takes.
     Hardware at = hw;
     at.gpu.efficiency = c.implied_efficiency;
     const Plan q = evaluate(w, at, c.layout);
-    predicted_comm = std::max(0.0, (1 - q.bubble_fraction) * q.step_seconds - q.compute_seconds);
+    predicted_comm = std::max(0.0, (1 - q.bubble_fraction) * (q.step_seconds - q.fixed_seconds) - q.compute_seconds);
   } else {
     c.notes.push_back("communication and bubble fill the whole measured step: no compute time left to calibrate");
   }
@@ -321,6 +332,8 @@ std::string to_json(const Calibration& c) {
   j["steps"] = {{"used", c.steps_used}, {"skipped", c.steps_skipped}};
   j["predicted"] = {{"step_seconds", p.step_seconds},
                     {"compute_seconds", p.compute_seconds},
+                    {"memory_bound_seconds", p.memory_bound_seconds},
+                    {"fixed_seconds", p.fixed_seconds},
                     {"comm_fraction", c.predicted_comm_fraction},
                     {"bubble_fraction", p.bubble_fraction},
                     {"efficiency", c.used_efficiency}};

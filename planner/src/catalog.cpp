@@ -73,7 +73,13 @@ Result<Catalog> load_catalog(const std::string& path) {
             {"node_mtbf_hours", Field::number, &a.node_mtbf_hours, 1, 1e7, false, "hours"},
             {"spot_interruption_hours", Field::number, &a.spot_interruption_hours, 1, 1e7, false, "node-hours"},
             {"checkpoint_write_gb_s", Field::number, &a.checkpoint_write_gb_s, 0.001, 1e4, false, "GB/s per node"},
-            {"restart_seconds", Field::number, &a.restart_seconds, 0, 1e6, false, "seconds"}});
+            {"restart_seconds", Field::number, &a.restart_seconds, 0, 1e6, false, "seconds"},
+            {"elementwise_bytes", Field::number, &a.elementwise_bytes, 0, 1e4, false, "bytes per token, layer and hidden element"},
+            {"score_bytes", Field::number, &a.score_bytes, 0, 1e4, false, "bytes per attention score element"},
+            {"step_overhead_s", Field::number, &a.step_overhead_s, 0, 60, false, "seconds per optimizer step"},
+            {"collective_latency_intra_us", Field::number, &a.collective_latency_intra_us, 0, 1e5, false, "microseconds per hop"},
+            {"collective_latency_inter_us", Field::number, &a.collective_latency_inter_us, 0, 1e5, false, "microseconds per hop"},
+            {"bucket_mb", Field::number, &a.bucket_mb, 0.1, 1e5, false, "MB per gradient bucket"}});
         if (!ok) return ok.error();
       } else if (sec.kind == "gpu") {
         if (sec.name.empty()) return section_error(f, sec, "GPU section without a name", "write [gpu A100-80GB]");
@@ -88,7 +94,8 @@ Result<Catalog> load_catalog(const std::string& path) {
             {"tflops_bf16", Field::number, &g.tflops_bf16, 0, 1e5, false, "peak dense bf16 TFLOP/s, 0 = none"},
             {"nvlink_gb_s", Field::number, &g.nvlink_gb_s, 0, 1e5, false, "NVLink GB/s per GPU, both directions"},
             {"pcie_gb_s", Field::number, &g.pcie_gb_s, 0, 1e5, false, "PCIe GB/s, both directions"},
-            {"efficiency", Field::number, &g.efficiency, 0.01, 1, true, "achieved/peak, 0-1"}});
+            {"efficiency", Field::number, &g.efficiency, 0.01, 1, true, "achieved/peak, 0-1"},
+            {"hbm_gb_s", Field::number, &g.hbm_gb_s, 0, 1e5, false, "GPU memory bandwidth GB/s, 0 = not modelled"}});
         if (!ok) return ok.error();
         if (g.nvlink_gb_s <= 0 && g.pcie_gb_s <= 0)
           return section_error(f, sec, "no intra-node link", "set nvlink_gb_s or pcie_gb_s");

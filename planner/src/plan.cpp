@@ -204,7 +204,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   p.fits = valid && p.memory.total() <= hw.gpu.memory_gib * kGiB;
 
   const double peak = peak_tflops(hw.gpu, m.precision);
-  const double rate = peak * 1e12 * hw.gpu.efficiency;  // FLOP/s per GPU
+  const double rate = peak * 1e12 * hw.gpu.efficiency;  // FLOP/s per GPU on large matrix multiplies
   const double tokens_step = double(p.global_batch) * m.seq;
   const double model_flops = model_flops_per_token(m) * tokens_step;
   // Recompute repeats forward work: full = the whole forward (2P + the attention core's
@@ -213,7 +213,41 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   double flops = model_flops;
   if (l.recompute == Recompute::full) flops += 2 * m.params * tokens_step + attention_forward;
   if (l.recompute == Recompute::selective) flops += attention_forward;
-  p.compute_seconds = flops / p.gpus / rate;
+  const double math_seconds = flops / p.gpus / rate;
+  const Assumptions& a = hw.assume;
+  const int layers_stage = (m.layers + l.pp - 1) / l.pp;
+
+  // Memory-bound work (docs/validation.md, "Step-time model"): kernels whose time is set by
+  // HBM traffic, not FLOPs. This is what makes narrow models and small micro-batches slower
+  // per FLOP than the wide ones `efficiency` is calibrated on. Off when hbm_gb_s = 0.
+  double memory_seconds = 0;
+  if (hw.gpu.hbm_gb_s > 0) {
+    const double hbm = hw.gpu.hbm_gb_s * 1e9;
+    const double ridge = rate / hbm;  // FLOP per byte at which memory takes as long as math
+    // 1. GEMM operands: an (M x K)(K x N) multiply moves 2(MK + KN + MN) bytes for 2MKN
+    //    FLOPs, i.e. 1/M + 1/K + 1/N bytes per FLOP. M = tokens of a micro-batch; over a
+    //    layer's four weight multiplies (FLOP-weighted) 1/K + 1/N averages (1 + tp/3)/h.
+    const double weight_flops = (l.recompute == Recompute::full ? 8 : 6) * m.params * tokens_step;
+    const double weight_seconds = weight_flops / p.gpus / rate;
+    const double M = double(l.micro_batch) * m.seq;
+    memory_seconds += weight_seconds * ridge * (1.0 / M + (1.0 + l.tp / 3.0) / m.hidden);
+    // 2. Elementwise kernels (layer norms, bias+GeLU, dropout, residual adds): a fixed number
+    //    of passes over each token's hidden vector per layer, fwd + bwd; a recomputed
+    //    forward repeats its third of them.
+    const double tokens_gpu = tokens_step / l.dp;
+    const double again = l.recompute == Recompute::full ? 4.0 / 3 : 1.0;
+    memory_seconds += tokens_gpu * layers_stage * a.elementwise_bytes * m.hidden / l.tp * again / hbm;
+    // 3. Materialized attention: every score of the a x s matrix per token is written,
+    //    softmaxed, dropped out and read back (fwd + bwd). Fused (flash) attention keeps
+    //    them on chip.
+    if (!m.flash_attention) {
+      const double again_scores = l.recompute != Recompute::none ? 4.0 / 3 : 1.0;
+      memory_seconds += tokens_gpu * layers_stage * a.score_bytes * (double(m.heads) / l.tp) * m.seq *
+                        again_scores / hbm;
+    }
+  }
+  p.memory_bound_seconds = memory_seconds;
+  p.compute_seconds = math_seconds + memory_seconds;
 
   const double util = hw.assume.bandwidth_utilization;
   const double intra_link = hw.gpu.nvlink_gb_s > 0 ? hw.gpu.nvlink_gb_s : hw.gpu.pcie_gb_s;
@@ -222,7 +256,6 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   const int g = std::min(p.gpus, gpn);                // GPUs of this job on one node
   const double act = activation_bytes(m.precision);
   const double sbh = double(m.seq) * l.micro_batch * m.hidden;
-  const int layers_stage = (m.layers + l.pp - 1) / l.pp;
 
   // Tensor parallel: 4 all-reduces of s*b*h per layer and micro-batch (2 forward, 2
   // backward; +2 when the forward is recomputed), over NVLink, not overlapped.
@@ -242,29 +275,52 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   // Data parallel: ring all-reduce 2(d-1)/d of the gradients (ZeRO-1/2: reduce-scatter +
   // all-gather, same volume; ZeRO-3 adds parameter all-gathers: 1.5x). Inside a node over
   // NVLink; across nodes the node's network carries every DP group on that node.
+  const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
+                            double(m.vocab) * m.hidden / l.tp;
   if (l.dp > 1) {
-    const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
-                              double(m.vocab) * m.hidden / l.tp;
     const double bytes = params_gpu * grad_bytes(m.precision) * (l.zero == 3 ? 1.5 : 1.0);
-    const double ring = 2.0 * (l.dp - 1) / l.dp * bytes;
+    double seconds_per_byte = 0;
     if (l.tp * l.dp <= g) {
-      p.dp_comm_seconds = ring / intra;
+      seconds_per_byte = 2.0 * (l.dp - 1) / l.dp / intra;
     } else {
       const int members_on_node = std::max(1, std::min(l.dp, g / l.tp));
       const double groups_on_node = double(g) / members_on_node;
-      p.dp_comm_seconds = ring * groups_on_node / inter;
+      seconds_per_byte = 2.0 * (l.dp - 1) / l.dp * groups_on_node / inter;
     }
-    // Only the last micro-batch's backward can hide it (earlier ones accumulate locally).
+    // Latency (alpha-beta): each collective pays a start-up per hop. A ring has 2(d-1) hops;
+    // NCCL's tree 2*log2(nodes) between nodes plus a chain inside each; it takes the faster.
+    const int per_node = std::max(1, std::min(l.dp, g / l.tp));
+    const int dp_nodes = (l.dp + per_node - 1) / per_node;
+    const double intra_us = a.collective_latency_intra_us, inter_us = a.collective_latency_inter_us;
+    const double ring_us = 2.0 * ((l.dp - dp_nodes) * intra_us + (dp_nodes > 1 ? dp_nodes * inter_us : (dp_nodes - 1) * intra_us));
+    const double tree_us = 2.0 * (std::ceil(std::log2(double(dp_nodes))) * inter_us + (per_node - 1) * intra_us);
+    const double hop_s = std::min(ring_us, tree_us) * 1e-6;
+    // DDP all-reduces in buckets (each one a collective); ZeRO-3 gathers and reduces per layer.
+    const double bucket = a.bucket_mb * 1e6;
+    const double calls = l.zero == 3 ? 3.0 * layers_stage : std::max(1.0, std::ceil(bytes / bucket));
+    p.dp_comm_seconds = bytes * seconds_per_byte + calls * hop_s;
+    // Only the last micro-batch's backward can hide it (earlier ones accumulate locally),
+    // and never the last bucket: it is reduced after the backward pass has ended.
     const double backward_share = l.recompute == Recompute::full ? 6.0 / 8 : 4.0 / 6;
     const double window = hw.assume.comm_overlap * backward_share * p.compute_seconds / mb;
-    p.dp_exposed_seconds = std::max(0.0, p.dp_comm_seconds - window);
+    const double tail = std::min(bytes, bucket) * seconds_per_byte + hop_s;
+    p.dp_exposed_seconds = std::max(tail, p.dp_comm_seconds - window);
   }
+  // Fixed per step, whatever the GPU count: the optimizer update streams its (ZeRO-sharded)
+  // state, gradient and weights through HBM once (read + write), and the host spends
+  // step_overhead_s on loss/grad-norm syncs, launching the update and the data hand-off.
+  if (hw.gpu.hbm_gb_s > 0) {
+    const double update_bytes = 2 * optimizer_bytes(m.precision, m.optimizer) + grad_bytes(m.precision) +
+                                weight_bytes(m.precision);
+    p.fixed_seconds = params_gpu / (l.zero >= 1 ? l.dp : 1) * update_bytes / (hw.gpu.hbm_gb_s * 1e9);
+  }
+  p.fixed_seconds += a.step_overhead_s;
 
   // Bubble (p-1)/(v*m + p-1): v interleaved chunks make each fill/drain slot v times shorter.
   const double slots = double(l.interleave) * mb;
   p.bubble_fraction = double(l.pp - 1) / (slots + l.pp - 1);
   p.step_seconds = (p.compute_seconds + p.tp_comm_seconds) * (slots + l.pp - 1) / slots +
-                   p.pp_comm_seconds + p.dp_exposed_seconds;
+                   p.pp_comm_seconds + p.dp_exposed_seconds + p.fixed_seconds;
   p.comm_ratio = (p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds) / p.compute_seconds;
   p.steps = w.tokens / tokens_step;
   p.train_hours = p.steps * p.step_seconds / 3600;
@@ -274,7 +330,6 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   // Failures: the job fails when any of its nodes does (spot adds interruptions); it
   // checkpoints weights + optimizer state at Daly's interval and loses half an interval
   // plus a restart per failure.
-  const Assumptions& a = hw.assume;
   const double node_mtbf = hw.node_mtbf_hours > 0 ? hw.node_mtbf_hours : a.node_mtbf_hours;
   const double state = m.params * (weight_bytes(m.precision) + optimizer_bytes(m.precision, m.optimizer));
   p.ckpt_save_s = std::max(1.0, state / (a.checkpoint_write_gb_s * 1e9 * p.nodes));

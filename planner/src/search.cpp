@@ -73,7 +73,7 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
           if (!pins.recompute && m.recompute && *m.recompute != rc) continue;
           // Recompute only adds FLOPs: once a plan of this rung loses nothing to
           // communication or bubbles, no recomputing layout can be faster.
-          if (rc != Recompute::none && r.fits && r.best.step_seconds <= r.best.compute_seconds * (1 + 1e-9) &&
+          if (rc != Recompute::none && r.fits && r.best.step_seconds - r.best.fixed_seconds <= r.best.compute_seconds * (1 + 1e-9) &&
               r.best.layout.recompute == Recompute::none)
             continue;
           // Powers of two up to the local batch; a pinned size (any size, even beyond
@@ -108,7 +108,10 @@ std::string capped_zero(Strategy rung, const Goals& goals) {
 
 // What a rung must keep within max_comm_ratio to "meet the policy": all time that is not
 // compute (exposed communication and pipeline bubbles) relative to compute.
-double overhead_ratio(const Plan& p) { return (p.step_seconds - p.compute_seconds) / p.compute_seconds; }
+// The fixed per-step costs (optimizer update, host) are not communication: left out.
+double overhead_ratio(const Plan& p) {
+  return (p.step_seconds - p.fixed_seconds - p.compute_seconds) / p.compute_seconds;
+}
 
 std::string gib(double bytes) { return text::num(bytes / kGiB, 1) + " GiB"; }
 
@@ -134,9 +137,10 @@ std::vector<std::string> describe_plan(const Plan& p) {
                 " GiB (weights " + gib(mem.weights) + ", gradients " + gib(mem.gradients) + ", optimizer " +
                 gib(mem.optimizer) + ", activations " + gib(mem.activations) + ", buffers " + gib(mem.overhead) + ")");
   out.push_back("step " + text::num(p.step_seconds, 3) + " s: compute " + text::num(p.compute_seconds, 3) +
-                " s, exposed communication " +
+                " s (" + text::num(p.memory_bound_seconds, 3) + " s of it memory-bound), exposed communication " +
                 text::num(p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds, 3) + " s (comm ratio " +
-                text::num(p.comm_ratio, 3) + "), pipeline bubble " + text::num(100 * p.bubble_fraction, 1) + "%");
+                text::num(p.comm_ratio, 3) + "), pipeline bubble " + text::num(100 * p.bubble_fraction, 1) +
+                "%, fixed per step " + text::num(p.fixed_seconds, 3) + " s (optimizer update, host)");
   out.push_back(text::num(p.tflops_per_gpu, 1) + " TFLOP/s per GPU (MFU " + text::num(100 * p.mfu, 1) + "%), " +
                 text::num(p.steps, 0) + " steps of " + std::to_string(p.global_batch) + " sequences");
   out.push_back(text::num(p.wall_hours, 2) + " h wall, " + text::num(p.gpu_hours, 1) + " GPU-hours, " +

@@ -182,7 +182,70 @@ TEST(StepTime, DataParallelRingAllReduceInsideANode) {
   Hardware hw = toy();
   hw.assume.comm_overlap = 1;
   Plan o = evaluate(w, hw, l);
-  EXPECT_NEAR(o.dp_exposed_seconds, std::max(0.0, comm - 2.0 / 3 * compute), 1e-12);
+  // ... but never the last 25 MB bucket: it is reduced after the backward pass has ended.
+  const double tail = 2.0 * 3 / 4 * 25e6 / 200e9;
+  EXPECT_NEAR(o.dp_exposed_seconds, std::max(tail, comm - 2.0 / 3 * compute), 1e-12);
+  EXPECT_GT(o.dp_exposed_seconds, 0);
+}
+
+// The step-time terms beyond FLOPs (docs/validation.md, "Step-time model").
+TEST(StepTime, CollectiveLatencyIsPaidPerBucketAndHop) {
+  const Workload w{tiny(), 8192.0 * 100, 8};
+  Layout l;
+  l.dp = 4;
+  l.micro_batch = 2;
+  Hardware hw = toy();
+  const double bandwidth_only = evaluate(w, hw, l).dp_comm_seconds;
+  hw.assume.collective_latency_intra_us = 10;
+  // 54.5 MB of gradients = 3 buckets of 25 MB; a 4-GPU ring has 2*3 hops, the tree
+  // (one node) 2*(4-1): 60 us per collective.
+  EXPECT_NEAR(evaluate(w, hw, l).dp_comm_seconds - bandwidth_only, 3 * 60e-6, 1e-12);
+}
+
+TEST(StepTime, MemoryBoundWorkSlowsNarrowModelsAndSmallMicroBatches) {
+  const ModelSpec narrow = parse_model_spec("layers=12,hidden=768,heads=12,seq=1024,vocab=50304", test::real_catalog()).value();
+  const ModelSpec wide = parse_model_spec("layers=12,hidden=6144,heads=48,seq=1024,vocab=50304", test::real_catalog()).value();
+  Hardware hw = toy();
+  hw.gpu.hbm_gb_s = 2000;
+  hw.assume.elementwise_bytes = 108;
+  hw.assume.score_bytes = 36;
+  Layout l;
+  l.micro_batch = 8;
+  auto mfu = [&](const ModelSpec& m, int b) {
+    Layout x = l;
+    x.micro_batch = b;
+    return evaluate(Workload{m, 1e9, 64}, hw, x).mfu;
+  };
+  // Without an HBM figure the model is FLOPs only: MFU = efficiency.
+  Hardware flops_only = toy();
+  EXPECT_NEAR(evaluate(Workload{narrow, 1e9, 64}, flops_only, l).mfu, 0.5, 1e-9);
+  EXPECT_LT(mfu(narrow, 8), mfu(wide, 8) - 0.05);  // narrow matrices, more elementwise per FLOP
+  EXPECT_LT(mfu(narrow, 1), mfu(narrow, 8));      // a small micro-batch re-reads the weights
+  EXPECT_GT(mfu(wide, 8), 0.4);                   // a wide model stays near the efficiency
+  // Fused (flash) attention keeps the scores on chip.
+  ModelSpec flash = narrow;
+  flash.flash_attention = true;
+  EXPECT_GT(evaluate(Workload{flash, 1e9, 64}, hw, l).mfu, mfu(narrow, 8));
+}
+
+TEST(StepTime, FixedPerStepCostsDoNotShrinkWithGpus) {
+  const Workload w{tiny(), 8192.0 * 100, 8};
+  Hardware hw = toy();
+  hw.gpu.hbm_gb_s = 2000;
+  hw.assume.step_overhead_s = 0.01;
+  Layout one;
+  one.micro_batch = 8;
+  Layout four = one;
+  four.dp = 4;
+  four.micro_batch = 2;
+  const Plan p1 = evaluate(w, hw, one), p4 = evaluate(w, hw, four);
+  // Mixed-precision Adam: 2 x 12 B of state + 2 B gradient + 2 B weights per parameter.
+  EXPECT_NEAR(p1.fixed_seconds, 0.01 + 27265024.0 * 28 / 2000e9, 1e-12);
+  EXPECT_NEAR(p4.fixed_seconds, p1.fixed_seconds, 1e-12);  // every DDP rank updates all of it
+  four.zero = 1;
+  EXPECT_LT(evaluate(w, hw, four).fixed_seconds, p1.fixed_seconds);  // ZeRO shards the update
+  EXPECT_LT(p1.step_seconds / p4.step_seconds, 4.0);
+  EXPECT_NEAR(p4.comm_ratio, (p4.dp_exposed_seconds) / p4.compute_seconds, 1e-12);  // not communication
 }
 
 TEST(StepTime, DataParallelAcrossNodesUsesTheNetwork) {
@@ -299,4 +362,39 @@ TEST(Plan, DefaultGlobalBatch) {
   EXPECT_EQ(default_global_batch(m), 512);  // 0.5M tokens
   m.params = 1e12;
   EXPECT_EQ(default_global_batch(m), 4096);  // capped at 4M tokens
+}
+
+// Seed 000: "We tried distributing a 100M parameter BERT-like model across 2 GPUs. The
+// all-reduce overhead added 15% to training time. Single GPU was faster." The planner used
+// to predict exactly 2.00x for any small model on 2 GPUs (no per-step, latency or
+// memory-bound terms). Speedups here come out of evaluate(), not a special case.
+namespace {
+double two_gpu_speedup(const std::string& model, int global_batch, const std::string& instance) {
+  const Catalog& cat = test::real_catalog();
+  const Workload w{parse_model_spec(model, cat).value(), 1e9, global_batch};
+  const Hardware hw = hardware_for(cat, "", instance).value();
+  Goals goals;
+  goals.explain = false;
+  const Plan one = best_plan_at(w, hw, 1, Pins{}, goals).value();
+  const Plan two = best_plan_at(w, hw, 2, Pins{}, goals).value();
+  return one.train_hours / two.train_hours;
+}
+}  // namespace
+
+TEST(Seed, HundredMOnTwoGpusIsNoLongerAPerfectDoubling) {
+  // The issue's request (compare --model 100M --instance p3.8xlarge --gpus 2): 0.5M-token
+  // steps accumulate 64 micro-batches per GPU, so the one all-reduce per step over NVLink
+  // is small; what remains is the fixed per-step cost and the exposed last bucket.
+  const double accumulated = two_gpu_speedup("100M", 0, "p3.8xlarge");
+  EXPECT_LT(accumulated, 2.0);
+  EXPECT_GT(accumulated, 1.9);
+  // The seed's BERT-like job: 512-token sequences, 32-sequence steps without accumulation.
+  // Per-step costs and the all-reduce are now paid every 16 sequences per GPU.
+  const double bert = two_gpu_speedup("100M,seq=512", 32, "p3.8xlarge");
+  EXPECT_LT(bert, 1.95);
+  EXPECT_LT(bert, accumulated - 0.05);
+  // The same job on two single-GPU p3.2xlarge instances (10 Gbit/s between them, as on a
+  // SageMaker cluster of p3.2xlarge): below min_doubling_speedup's 1.5, so the rule fires.
+  const double two_nodes = two_gpu_speedup("100M,seq=512", 32, "p3.2xlarge");
+  EXPECT_LT(two_nodes, Goals{}.min_doubling_speedup);
 }

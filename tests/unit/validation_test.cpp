@@ -27,10 +27,12 @@ namespace sg = scaleguard;
 namespace {
 
 // The bands docs/validation.md reports; error = predicted / reported - 1.
-constexpr double kSteadyBand = 0.40;       // every steady-state (bench) run, fit or held out
-constexpr double kHeldOutMedian = 0.15;    // median |error| of the held-out bench runs
+constexpr double kSteadyBand = 0.30;       // every steady-state (bench) run, fit or held out
+constexpr double kHeldOutMedian = 0.10;    // median |error| of the held-out bench runs
+constexpr double kHeldOutMape = 0.10;      // mean |error| of held-out bench throughput (issue 16)
+constexpr double kHeldOutGpuHoursMape = 0.15;  // mean |GPU-hours error| of every held-out run
 constexpr double kWholeLow = -0.25;        // whole (e2e) runs, failure overhead included
-constexpr double kWholeHigh = 0.45;
+constexpr double kWholeHigh = 0.55;
 constexpr double kBeyondLow = -0.75;       // runs outside what the model represents
 constexpr double kBeyondHigh = 2.00;
 constexpr double kFitTolerance = 0.05;     // catalog efficiency vs the refit, relative
@@ -41,6 +43,7 @@ struct Run {
   double network_gbps = 0;
   std::optional<int> tp, pp, dp, zero, micro;
   std::optional<sg::Recompute> recompute;
+  bool dp_overlap = true;  // false: the gradient reduction starts after the backward pass
   double tokens = 0;
   double reported = 0;  // tokens per second per GPU
 };
@@ -67,8 +70,8 @@ const std::vector<Run>& runs() {
       if (line.empty() || line[0] == '#') continue;
       if (header) { header = false; continue; }
       const auto f = split(line, ';');
-      if (f.size() != 20) {
-        ADD_FAILURE() << "runs.csv: 20 fields expected: " << line;
+      if (f.size() != 21) {
+        ADD_FAILURE() << "runs.csv: 21 fields expected: " << line;
         continue;
       }
       Run r;
@@ -85,10 +88,12 @@ const std::vector<Run>& runs() {
         if (rc) r.recompute = *rc;
         else ADD_FAILURE() << r.id << ": " << rc.error().str();
       }
-      r.kind = f[14];
-      r.tokens = f[15] == "-" ? 0 : std::stod(f[15]);
-      r.set = f[16];
-      r.reported = std::stod(f[17]);
+      if (f[14] != "yes" && f[14] != "no") ADD_FAILURE() << r.id << ": dp_overlap is yes or no";
+      r.dp_overlap = f[14] == "yes";
+      r.kind = f[15];
+      r.tokens = f[16] == "-" ? 0 : std::stod(f[16]);
+      r.set = f[17];
+      r.reported = std::stod(f[18]);
       out.push_back(r);
     }
     return out;
@@ -126,6 +131,7 @@ Prediction predict(const Run& r, double efficiency = 0) {
   hw.value().network_gb_s = r.network_gbps / 8;
   if (r.kind != "e2e") hw.value().node_mtbf_hours = 1e9;
   if (efficiency > 0) hw.value().gpu.efficiency = efficiency;
+  if (!r.dp_overlap) hw.value().assume.comm_overlap = 0;
   const sg::Workload work{*spec, r.tokens > 0 ? r.tokens : 1e9, r.batch};
   if (r.tp && r.pp && r.dp && r.zero && r.micro && r.recompute) {
     out.plan = sg::evaluate(work, *hw, sg::Layout{*r.tp, *r.pp, *r.dp, *r.zero, *r.micro, *r.recompute});
@@ -209,6 +215,29 @@ TEST(Validation, HeldOutSteadyStateMedianErrorIsTheReportedOne) {
   const size_t n = abs_err.size();
   const double median = n % 2 ? abs_err[n / 2] : (abs_err[n / 2 - 1] + abs_err[n / 2]) / 2;
   EXPECT_LE(median, kHeldOutMedian);
+}
+
+// Issue 16: on published runs the planner was not fitted on, throughput MAPE <= 10% (the
+// held-out steady-state runs) and GPU-hours MAPE <= 15% (every held-out run: a steady-state
+// run's GPU-hours for a token count are tokens / throughput; a whole run's are as published).
+TEST(Validation, HeldOutMeanAbsolutePercentageErrors) {
+  double tput = 0, hours = 0, whole = 0;
+  int n_tput = 0, n_hours = 0, n_whole = 0;
+  for (const auto& r : runs()) {
+    if (r.set != "check" || r.kind == "beyond") continue;
+    const double err = error_of(r);
+    const double hours_err = std::fabs(1 / (1 + err) - 1);  // GPU-hours scale as 1/throughput
+    hours += hours_err, ++n_hours;
+    if (r.kind == "bench") tput += std::fabs(err), ++n_tput;
+    if (r.kind == "e2e") whole += hours_err, ++n_whole;
+  }
+  ASSERT_GE(n_tput, 10);
+  ASSERT_GE(n_whole, 5);
+  std::printf("held-out throughput MAPE %.1f%% (%d runs), GPU-hours MAPE %.1f%% (%d runs; whole runs alone "
+              "%.1f%%, %d)\n",
+              100 * tput / n_tput, n_tput, 100 * hours / n_hours, n_hours, 100 * whole / n_whole, n_whole);
+  EXPECT_LE(tput / n_tput, kHeldOutMape);
+  EXPECT_LE(hours / n_hours, kHeldOutGpuHoursMape);
 }
 
 TEST(Validation, WholeRunsStayWithinTheReportedBand) {

@@ -68,7 +68,7 @@ def derive(run):
         return num(m[1]) / 100 * A100_PEAK / megatron_model_flops_per_token(*shape(run))
     m = re.match(r"([\d.]+) TFLOP/s/GPU \(BF16 MFU", raw)
     if m:
-        return num(m[1]) * 1e12 / (6 * NOMINAL_PARAMS[run["model"]])
+        return num(m[1]) * 1e12 / (6 * NOMINAL_PARAMS[run["model"].split(",")[0]])
     m = re.match(r"([\d.]+) tokens/s/GPU", raw)
     if m:
         return num(m[1])

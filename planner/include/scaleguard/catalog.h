@@ -16,7 +16,8 @@ struct GpuType {
   double tflops_bf16 = 0;            // 0 = no bf16 support: bf16 jobs run at fp16 rates
   double nvlink_gb_s = 0;            // total bidirectional NVLink GB/s per GPU; 0 = none
   double pcie_gb_s = 0;              // total bidirectional PCIe GB/s, used without NVLink
-  double efficiency = 0;             // achieved / peak for large transformer training
+  double efficiency = 0;             // achieved / peak of the large matrix multiplies
+  double hbm_gb_s = 0;               // GPU memory bandwidth, GB/s; 0 = memory-bound work not modelled
   bool matches(const std::string& gres_type) const;  // name or alias, case-insensitive
 };
 
@@ -47,6 +48,13 @@ struct Assumptions {
   double spot_interruption_hours = 256;// mean node-hours between spot interruptions
   double checkpoint_write_gb_s = 2;    // checkpoint write bandwidth per node
   double restart_seconds = 300;        // requeue + reload after a failure
+  // The sharper step-time model (docs/validation.md, "Step-time model"); all 0 = off.
+  double elementwise_bytes = 0;        // HBM bytes per token, layer and hidden element (fwd+bwd)
+  double score_bytes = 0;              // HBM bytes per attention score element (fwd+bwd), materialized attention
+  double step_overhead_s = 0;          // host-side seconds per optimizer step (sync, launch, data hand-off)
+  double collective_latency_intra_us = 0;  // per ring/tree hop inside a node
+  double collective_latency_inter_us = 0;  // per hop between nodes
+  double bucket_mb = 25;               // DDP gradient bucket (PyTorch default 25 MB)
 };
 
 struct Catalog {

@@ -74,8 +74,10 @@ struct Plan {
   bool fits = false;
   Memory memory;
   double gpu_memory_gib = 0;
-  double compute_seconds = 0;      // per step, pure math at peak*efficiency
+  double compute_seconds = 0;      // per step: math at peak*efficiency + memory-bound work
+  double memory_bound_seconds = 0; // of which: HBM traffic (GEMM operands, elementwise, scores)
   double tp_comm_seconds = 0, pp_comm_seconds = 0, dp_comm_seconds = 0, dp_exposed_seconds = 0;
+  double fixed_seconds = 0;        // per step, not divided by GPUs: optimizer update + host overhead
   double step_seconds = 0;
   double steps = 0;
   double tflops_per_gpu = 0;       // model FLOPs (model_flops_per_token x tokens) per GPU per second / 1e12

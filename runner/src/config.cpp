@@ -31,7 +31,13 @@ po::options_description train_options(Config& c) {
      "GPT: own output head instead of the token embedding");
   po::options_description data("Data");
   data.add_options()
-    ("data", po::value(&c.data)->default_value(c.data), "token file from `scaleguard-run prep`")
+    ("data", po::value(&c.data)->default_value(c.data),
+     "token file: `scaleguard-run prep` output, an llm.c .bin (uint16 GPT-2 / uint32 Llama-3 header) or a raw "
+     "u16/u32 token array (nanoGPT's train.bin); memory-mapped, shared by the ranks of a node")
+    ("data-format", po::value(&c.data_format)->default_value(c.data_format),
+     "auto (by the file's header) | sg | llmc | u16 | u32 (raw arrays need --data-vocab)")
+    ("data-vocab", po::value(&c.data_vocab)->default_value(c.data_vocab),
+     "vocabulary the tokens were made with; must equal vocab-size (0 = not stated; required for u16/u32)")
     ("synthetic", po::value(&c.synthetic)->default_value(c.synthetic),
      "train on this many random tokens (from --seed) instead of --data");
   po::options_description optim("Optimisation");
@@ -241,6 +247,13 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
     auto every = ckpt::parse_interval(cfg.ckpt_every);
     require(every.ok(), every.ok() ? "" : "ckpt-every: " + every.error().message + " (" + every.error().hint + ")");
   }
+  require(cfg.data_format == "auto" || cfg.data_format == "sg" || cfg.data_format == "llmc" ||
+              cfg.data_format == "u16" || cfg.data_format == "u32",
+          "data-format must be auto, sg, llmc, u16 or u32, not '" + cfg.data_format + "'");
+  require(cfg.data_vocab >= 0, "data-vocab >= 0");
+  require(cfg.data_vocab == 0 || cfg.data_vocab == cfg.vocab_size,
+          "the data's vocabulary (data-vocab " + std::to_string(cfg.data_vocab) + ") does not match the model's vocab-size " +
+              std::to_string(cfg.vocab_size) + "; set --vocab-size " + std::to_string(cfg.data_vocab));
   require(cfg.data.empty() != (cfg.synthetic == 0),
           "give exactly one of --data TOKENS.bin (from `scaleguard-run prep`) or --synthetic N");
   return true;

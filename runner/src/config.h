@@ -26,7 +26,9 @@ struct Config {
   int64_t hidden = 512;            // MLP hidden width
   bool untied_head = false;        // GPT: separate output head instead of wte^T
   // data
-  std::string data;                // token file from `scaleguard-run prep`
+  std::string data;                // token file: prep's, llm.c's (.bin) or a raw u16/u32 array
+  std::string data_format = "auto";  // auto | sg | llmc | u16 | u32 (tokens.h)
+  int64_t data_vocab = 0;          // the data's vocabulary; 0 = not stated (required for u16/u32)
   int64_t synthetic = 0;           // >0: use this many random tokens instead of --data
   // optimisation
   int64_t steps = 100;

@@ -1,5 +1,5 @@
 // scaleguard-run: what `srun --mpi=pmix` or `mpirun` starts on every rank.
-//   scaleguard-run prep --input TEXT... --output TOKENS.bin
+//   scaleguard-run prep --input TEXT... --output TOKENS.bin [--format sg|llmc|llmc-u32]
 //   scaleguard-run train --config FILE.ini [--data TOKENS.bin] [--model mlp|gpt] ...
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -28,10 +28,12 @@ namespace {
 
 int prep_main(const std::vector<std::string>& args) {
   std::vector<std::string> inputs;
-  std::string output;
+  std::string output, format = "sg";
   po::options_description desc("scaleguard-run prep: byte-level token file from text files");
   desc.add_options()("help,h", "this help")("input", po::value(&inputs)->multitoken()->required(),
-                                             "text files")("output", po::value(&output)->required(), "token file");
+                                             "text files")("output", po::value(&output)->required(), "token file")(
+      "format", po::value(&format)->default_value(format),
+      "sg (1-byte tokens) | llmc (llm.c header, uint16 tokens) | llmc-u32 (llm.c Llama-3 header, uint32 tokens)");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -40,7 +42,7 @@ int prep_main(const std::vector<std::string>& args) {
       return kExitOk;
     }
     po::notify(vm);
-    uint64_t n = prep_tokens(inputs, output);
+    uint64_t n = prep_tokens(inputs, output, format);
     std::fprintf(stderr, "scaleguard-run prep: %llu tokens from %zu files -> %s\n", static_cast<unsigned long long>(n),
                  inputs.size(), output.c_str());
     return kExitOk;
@@ -144,7 +146,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
     ProcessGrid grid;
     try {
       Tokens tokens = cfg.synthetic > 0 ? Tokens::synthetic(static_cast<uint64_t>(cfg.synthetic), cfg.vocab_size, cfg.seed)
-                                        : Tokens::open(cfg.data, cfg.vocab_size);
+                                        : Tokens::open(cfg.data, cfg.vocab_size, cfg.data_format, cfg.data_vocab);
       if (tokens.size() <= static_cast<uint64_t>(cfg.seq_len))
         throw RunError("the data has " + std::to_string(tokens.size()) + " tokens, fewer than seq-len + 1 = " +
                        std::to_string(cfg.seq_len + 1));
@@ -195,7 +197,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: scaleguard-run prep --input TEXT... --output TOKENS.bin\n"
+               "usage: scaleguard-run prep --input TEXT... --output TOKENS.bin [--format sg|llmc|llmc-u32]\n"
                "       scaleguard-run train [--config FILE.ini] [options]   (--help lists them)\n"
                "Start train under mpirun/srun --mpi=pmix, one rank per GPU or CPU slot.\n");
 }

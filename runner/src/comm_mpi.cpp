@@ -117,6 +117,9 @@ class MpiCommunicator : public Communicator {
     MPI_Recv(t.data_ptr(), count_of(t), mpi_type(t, false), src, tag, comm_, MPI_STATUS_IGNORE);
   }
   void barrier() override { MPI_Barrier(comm_); }
+  std::vector<std::string> all_gather_host(const std::string& mine) override {
+    return mpi_all_gather_strings(comm_, mine);
+  }
   std::unique_ptr<Communicator> split(int color, int key) const override {
     MPI_Comm sub;
     MPI_Comm_split(comm_, color, key, &sub);
@@ -133,6 +136,28 @@ class MpiCommunicator : public Communicator {
 };
 
 }  // namespace
+
+std::vector<std::string> mpi_all_gather_strings(MPI_Comm comm, const std::string& mine) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  if (mine.size() > static_cast<size_t>(INT_MAX)) throw RunError("all_gather_host: over 2 GiB of metadata");
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
+  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm);
+  long long total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += lens[static_cast<size_t>(r)];
+  }
+  if (total > INT_MAX) throw RunError("all_gather_host: over 2 GiB of metadata");
+  std::string all(static_cast<size_t>(total), '\0');
+  MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, comm);
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r)
+    out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
+                             static_cast<size_t>(lens[static_cast<size_t>(r)])));
+  return out;
+}
 
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm) {
   MPI_Comm dup;

@@ -1,5 +1,6 @@
 #include "launch.h"
 
+#include <dirent.h>
 #include <malloc.h>
 #include <sched.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "config.h"
+#include "nccl_profile.h"
 
 namespace scaleguard::run {
 
@@ -44,6 +46,8 @@ void wait_or_abort(const Launch& l, MPI_Request* req, const char* what) {
 Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {
   Launch l;
   l.startup_timeout_s = startup_timeout_s;
+  // Before MPI_Init: libfabric (Open MPI's ofi components) reads FI_* when it is opened.
+  const std::string nccl_profile = apply_nccl_profile();
   // MULTIPLE lets a background thread (asynchronous checkpoints) use its own communicator.
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &l.thread_level);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
@@ -78,6 +82,7 @@ Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {
     if (r < node_leader_rank) ++l.node;
     ++l.nodes;
   }
+  if (l.rank == 0 && !nccl_profile.empty()) std::fprintf(stderr, "scaleguard-run: %s\n", nccl_profile.c_str());
   return l;
 }
 
@@ -141,6 +146,33 @@ int choose_threads(const Launch& l, int requested) {
   // Bound by the launcher (mpirun's default): the mask is already this rank's share.
   if (allowed < online) return std::max(1, allowed);
   return std::max(1, online / l.local_size);
+}
+
+bool gpu_visible(std::string* evidence) {
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (cvd && (std::strcmp(cvd, "") == 0 || std::strcmp(cvd, "-1") == 0 || std::strcmp(cvd, "NoDevFiles") == 0))
+    return false;  // hidden on purpose (Slurm sets NoDevFiles for a job without GPUs)
+  const char* dir_env = std::getenv("SCALEGUARD_DEVICE_NODE_DIR");
+  std::string dir = dir_env && *dir_env ? dir_env : "/dev";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return false;
+  std::string found;
+  while (dirent* e = readdir(d)) {
+    const char* n = e->d_name;
+    if (std::strncmp(n, "nvidia", 6) != 0 || !n[6]) continue;
+    bool digits = true;
+    for (const char* c = n + 6; *c; ++c) digits = digits && *c >= '0' && *c <= '9';
+    if (digits && (found.empty() || std::strcmp(n, found.c_str()) < 0)) found = n;
+  }
+  closedir(d);
+  if (found.empty()) return false;
+  if (evidence) *evidence = dir + "/" + found + " exists";
+  return true;
+}
+
+bool check_comm_requested() {
+  const char* v = std::getenv("SCALEGUARD_CHECK_COMM");
+  return v && *v && std::strcmp(v, "0") != 0;
 }
 
 }  // namespace scaleguard::run

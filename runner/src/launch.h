@@ -42,4 +42,13 @@ bool any_failed(const Launch& l, const std::string& local_error, const char* sta
 // rank may use (its affinity mask, shared with the other ranks on the node when unbound).
 int choose_threads(const Launch& l, int requested);
 
+// Whether this node shows an NVIDIA GPU to this rank, independent of how LibTorch was
+// built: a device node /dev/nvidia<N> (SCALEGUARD_DEVICE_NODE_DIR replaces /dev, for tests), unless
+// CUDA_VISIBLE_DEVICES hides every GPU ("", "-1", "NoDevFiles"). `evidence` says what was
+// found. A CPU-only build uses it to refuse device=auto on a GPU node.
+bool gpu_visible(std::string* evidence);
+
+// SCALEGUARD_CHECK_COMM=1: wrap the communicators in the device check (comm.h).
+bool check_comm_requested();
+
 }  // namespace scaleguard::run

@@ -120,13 +120,30 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
 
   int threads = choose_threads(l, static_cast<int>(cfg.threads));
   at::set_num_threads(threads);
-  bool cuda = cfg.device == "cuda" || (cfg.device == "auto" && torch::cuda::is_available());
+  // Which device trains. A GPU this build cannot use must not silently leave the job
+  // training on the CPU: device=auto fails then, --device cpu trains on the CPU on purpose.
+  std::string gpu_evidence;
+  const bool gpu_seen = gpu_visible(&gpu_evidence);
+  bool cuda = false;
 #ifdef SCALEGUARD_WITH_NCCL
-  if (cuda && !torch::cuda::is_available()) error = "device=cuda but no CUDA device is visible to this rank";
+  const bool torch_cuda = torch::cuda::is_available();
+  cuda = cfg.device == "cuda" || (cfg.device == "auto" && torch_cuda);
+  if (cuda && !torch_cuda)
+    error = "device=cuda but no CUDA device is visible to this rank (CUDA_VISIBLE_DEVICES, driver)";
+  else if (cfg.device == "auto" && gpu_seen && !torch_cuda)
+    error = "a GPU is visible (" + gpu_evidence + ") but LibTorch cannot use it (driver or CUDA runtime mismatch?): "
+            "fix the node, or pass --device cpu to train on the CPU on purpose";
 #else
-  if (cfg.device == "cuda") error = "device=cuda but this scaleguard-run was built without the NCCL backend";
+  if (cfg.device == "cuda")
+    error = "device=cuda but this scaleguard-run was built without the NCCL backend (a CPU-only LibTorch, or no "
+            "NCCL at build time; see runner/README.md)";
+  else if (cfg.device == "auto" && gpu_seen)
+    error = "a GPU is visible (" + gpu_evidence + ") but this scaleguard-run was built without the NCCL backend "
+            "(a CPU-only LibTorch, or no NCCL at build time): device=auto would train on the CPU. Rebuild against a "
+            "CUDA LibTorch and NCCL (runner/README.md), or pass --device cpu to train on the CPU on purpose";
 #endif
   cuda = cuda && error.empty();
+  if (any_failed(l, error, "device")) return fail();
   std::fprintf(stderr, "scaleguard-run: rank %d/%d local %d/%d node %d/%d host %s pid %d device %s threads %d\n",
                l.rank, l.world, l.local_rank, l.local_size, l.node, l.nodes, l.host.c_str(), static_cast<int>(getpid()),
                cuda ? "cuda" : "cpu", threads);
@@ -156,10 +173,16 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       if (cuda) {  // one GPU per local rank
         int gpu = l.local_rank % static_cast<int>(torch::cuda::device_count());
         device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpu));
-        world = make_nccl_communicator(MPI_COMM_WORLD, gpu);
+        world = make_nccl_communicator(MPI_COMM_WORLD, gpu, cfg.startup_timeout);
       }
 #endif
       if (!world) world = make_mpi_communicator(MPI_COMM_WORLD);
+      if (check_comm_requested()) {
+        world = make_device_checked_communicator(std::move(world), device, at::kFloat);
+        if (l.rank == 0)
+          std::fprintf(stderr, "scaleguard-run: communicator device check on (SCALEGUARD_CHECK_COMM): only %s tensors%s\n",
+                       device.str().c_str(), device.is_cpu() ? " of dtype float" : "");
+      }
       grid = make_grid(std::move(world), static_cast<int>(cfg.tp), static_cast<int>(cfg.dp), static_cast<int>(cfg.pp));
       trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens), device);
     } catch (const std::exception& e) {  // RunError, or torch's c10::Error for a bad shape

@@ -30,23 +30,31 @@ double lr_at(const Config& cfg, int64_t step) {
 
 double clip_grad_norm(FlatLayout& layout, double max_norm, const std::vector<Communicator*>& sum_over) {
   // Per parameter (piece), not per bucket: the norm (and so the clipped gradients) must
-  // not depend on how parameters are grouped into buckets.
-  double sq = 0;
+  // not depend on how parameters are grouped into buckets. Everything stays on the
+  // training device: the pieces' norms are stacked and squared into one sum there, that
+  // one tensor is all-reduced over each group, and the host reads it back once (issue 15:
+  // no host scalar handed to NCCL, no .item() per parameter).
+  const at::Tensor& any = layout.buckets().front().grad_shard;
+  std::vector<at::Tensor> norms;
   for (const ShardPiece& pc : layout.shard_pieces()) {
     const FlatParam& p = layout.params()[pc.param];
     if (!p.in_norm) continue;
-    double n = piece_of(layout.buckets()[p.bucket].grad_shard, pc).norm().item<double>();
-    sq += n * n;
+    norms.push_back(piece_of(layout.buckets()[p.bucket].grad_shard, pc).norm());
   }
-  std::vector<Communicator*> groups = sum_over;
-  if (layout.shard_group()) groups.push_back(layout.shard_group());
-  for (Communicator* g : groups) {
-    if (!g || g->size() == 1) continue;
-    at::Tensor t = at::full({1}, sq, at::kDouble);
-    g->all_reduce(t, ReduceOp::kSum)->wait();
-    sq = t.item<double>();
+  // Squares summed in double like the host loop before, on the device.
+  at::Tensor sq = norms.empty() ? at::zeros({1}, any.options().dtype(at::kDouble))
+                                : at::stack(norms).to(at::kDouble).square().sum().reshape({1});
+  std::vector<Communicator*> groups;
+  for (Communicator* g : sum_over)
+    if (g && g->size() > 1) groups.push_back(g);
+  if (layout.shard_group() && layout.shard_group()->size() > 1) groups.push_back(layout.shard_group());
+  if (!groups.empty()) {
+    // Between ranks in the gradients' dtype: the dtype every communicator takes.
+    at::Tensor t = sq.to(any.scalar_type());
+    for (Communicator* g : groups) g->all_reduce(t, ReduceOp::kSum)->wait();
+    sq = t;
   }
-  double norm = std::sqrt(sq);
+  double norm = std::sqrt(sq.item<double>());  // the one read-back
   if (max_norm > 0 && norm > max_norm) {
     double scale = max_norm / (norm + 1e-6);
     for (const auto& b : layout.buckets()) b.grad_shard.mul_(scale);

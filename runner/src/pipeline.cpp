@@ -70,6 +70,10 @@ std::vector<int64_t> split_stages(const StageCosts& costs, int64_t n_layer, int 
 Pipeline::Pipeline(const Config& cfg, ProcessGrid& grid, LanguageModel& model, at::Device device)
     : cfg_(cfg), grid_(grid), model_(model), device_(device) {}
 
+at::Tensor Pipeline::activation_buffer() const {
+  return at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
+}
+
 at::Tensor Pipeline::recv_forward() {
   at::Tensor a = at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
   grid_.pp_group->recv(a, grid_.pp_rank - 1, kTagForward);
@@ -92,7 +96,7 @@ void Pipeline::send_backward(const InFlight& f) {
 
 Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
                                      const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch,
-                                     double scale, PipelineStep& out) {
+                                     double scale, PipelineStep& out, bool send) {
   InFlight f;
   std::pair<at::Tensor, at::Tensor> xy;
   if (grid_.first_stage() || grid_.last_stage()) xy = batch(u);
@@ -106,7 +110,7 @@ Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
     f.output = model_.forward(f.input);
   }
   out.busy_s += now_s() - t0;
-  if (!grid_.last_stage()) send_forward(f.output);
+  if (send && !grid_.last_stage()) send_forward(f.output);
   return f;
 }
 
@@ -150,14 +154,32 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
     int64_t u = 0, done = 0;
     for (; u < warmup; ++u) live[static_cast<size_t>(u)] = forward(u, next_input(), batch, scale, out);
     at::Tensor input = u < m ? next_input() : at::Tensor();
+    // Steady state: each exchange with a neighbour is one batch_p2p (one NCCL group, so
+    // the send and the receive progress together; MPI runs them in the order listed,
+    // which is the blocking order above).
+    const int next = grid_.pp_rank + 1, prev = grid_.pp_rank - 1;
     for (; u < m; ++u) {
-      live[static_cast<size_t>(u)] = forward(u, std::move(input), batch, scale, out);
+      InFlight& fresh = live[static_cast<size_t>(u)];
+      fresh = forward(u, std::move(input), batch, scale, out, /*send=*/false);
+      at::Tensor grad;
+      if (!last) {  // this forward's activations out, the oldest micro-batch's gradient in
+        grad = activation_buffer();
+        grid_.pp_group->batch_p2p({{true, fresh.output.detach().contiguous(), next, kTagForward},
+                                   {false, grad, next, kTagBackward}});
+      }
       InFlight& f = live[static_cast<size_t>(done)];
-      backward(done, f, last ? at::Tensor() : recv_backward(), before_backward, out);
+      backward(done, f, grad, before_backward, out);
       // The next forward's input is received before this gradient leaves: the stage
       // before sends it first (see above).
-      if (u + 1 < m) input = next_input();
-      if (!first) send_backward(f);
+      std::vector<P2P> ops;
+      at::Tensor received;
+      if (!first && u + 1 < m) {
+        received = activation_buffer();
+        ops.push_back({false, received, prev, kTagForward});
+      }
+      if (!first) ops.push_back({true, f.input.grad().contiguous(), prev, kTagBackward});
+      grid_.pp_group->batch_p2p(ops);
+      input = received.defined() ? received.requires_grad_(true) : at::Tensor();
       f = InFlight{};
       ++done;
     }
@@ -169,7 +191,11 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
 
 std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayout& layout, const LanguageModel& model,
                                                                   Communicator& pp_group) {
-  // This stage's parameters as one float buffer and a text index "name dim dim...\n".
+  // This stage's parameters as one float buffer on the training device, and a text index
+  // "name dim dim...\n" on the host. The indexes travel as host metadata (all_gather_host,
+  // never through NCCL); each stage then broadcasts its buffer, on the device, in turn
+  // (issue 15: no CPU tensor is handed to the pp group).
+  const at::TensorOptions opts = layout.buckets().front().params.options().dtype(at::kFloat);
   std::string index;
   std::vector<at::Tensor> mine;
   for (const auto& p : layout.params()) {
@@ -177,37 +203,32 @@ std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayo
     index += p.name;
     for (int64_t d : p.param.sizes()) index += " " + std::to_string(d);
     index += "\n";
-    mine.push_back(p.param.detach().to(at::kFloat).cpu().reshape({-1}));
+    mine.push_back(p.param.detach().to(at::kFloat).reshape({-1}));
   }
-  at::Tensor flat = mine.empty() ? at::empty({0}, at::kFloat) : at::cat(mine);
-  // Sizes of every stage's index and buffer, then each stage broadcasts both in turn.
-  const int n = pp_group.size();
-  at::Tensor sizes = at::zeros({2 * n}, at::kLong);
-  at::Tensor own = at::tensor({static_cast<int64_t>(index.size()), flat.numel()}, at::kLong);
-  pp_group.all_gather(own, sizes)->wait();
+  at::Tensor flat = mine.empty() ? at::empty({0}, opts) : at::cat(mine);
+  const std::vector<std::string> indexes = pp_group.all_gather_host(index);
   std::vector<std::pair<std::string, at::Tensor>> all;
-  for (int r = 0; r < n; ++r) {
-    int64_t index_len = sizes[2 * r].item<int64_t>(), numel = sizes[2 * r + 1].item<int64_t>();
-    at::Tensor text = at::empty({index_len}, at::kByte), data = at::empty({numel}, at::kFloat);
-    if (r == pp_group.rank()) {
-      std::copy(index.begin(), index.end(), text.data_ptr<uint8_t>());
-      data.copy_(flat);
-    }
-    pp_group.broadcast(text, r)->wait();
-    pp_group.broadcast(data, r)->wait();
-    std::istringstream lines(std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()),
-                                         static_cast<size_t>(index_len)));
+  for (int r = 0; r < pp_group.size(); ++r) {
+    struct Entry { std::string name; std::vector<int64_t> shape; };
+    std::vector<Entry> entries;
+    int64_t numel = 0;
+    std::istringstream lines(indexes[static_cast<size_t>(r)]);
     std::string line;
-    int64_t offset = 0;
     while (std::getline(lines, line)) {
       std::istringstream fields(line);
-      std::string name;
-      fields >> name;
-      std::vector<int64_t> shape;
-      for (int64_t d; fields >> d;) shape.push_back(d);
-      at::Tensor t = data.narrow(0, offset, c10::multiply_integers(shape)).view(shape);
+      Entry e;
+      fields >> e.name;
+      for (int64_t d; fields >> d;) e.shape.push_back(d);
+      numel += c10::multiply_integers(e.shape);
+      entries.push_back(std::move(e));
+    }
+    at::Tensor data = r == pp_group.rank() ? flat : at::empty({numel}, opts);
+    if (numel > 0) pp_group.broadcast(data, r)->wait();  // every rank knows numel: all skip alike
+    int64_t offset = 0;
+    for (const Entry& e : entries) {
+      at::Tensor t = data.narrow(0, offset, c10::multiply_integers(e.shape)).view(e.shape);
       offset += t.numel();
-      all.emplace_back(name, t);
+      all.emplace_back(e.name, t);
     }
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

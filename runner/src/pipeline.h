@@ -60,10 +60,11 @@ class Pipeline {
   at::Tensor recv_forward();
   void send_forward(const at::Tensor& activations);
   at::Tensor recv_backward();
+  at::Tensor activation_buffer() const;  // for a receive: (micro, T, C) float on the device
   void send_backward(const InFlight& f);
   // input: the received activations (undefined on the first stage, which reads batch(u)).
   InFlight forward(int64_t u, at::Tensor input, const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch, double scale,
-                   PipelineStep& out);
+                   PipelineStep& out, bool send = true);
   void backward(int64_t u, InFlight& f, const at::Tensor& grad, const std::function<void(int64_t)>& before_backward,
                 PipelineStep& out);
 

@@ -1,6 +1,8 @@
 // NCCL/EFA environment: node detection, versioned profiles, never-override merge.
 #include "scaleguard/nccl_env.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -112,13 +114,38 @@ std::string pcluster_instance_type(const std::string& path, const std::string& n
   return {};
 }
 
+// The release string the plugin logs at start-up is a literal in the library:
+// "NET/OFI Initializing aws-ofi-nccl 1.17.1" (PACKAGE_STRING). Bounded scan.
+bool version_in_library(const std::string& path, OfiVersion& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  const std::string needle = "aws-ofi-nccl ";
+  constexpr std::size_t kChunk = 1 << 20, kMaxBytes = std::size_t{256} << 20;
+  std::string window;
+  std::vector<char> buf(kChunk);
+  for (std::size_t read = 0; in && read < kMaxBytes; read += kChunk) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    window.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+    for (auto at = window.find(needle); at != std::string::npos; at = window.find(needle, at + 1)) {
+      std::size_t end = at + needle.size();
+      while (end < window.size() && (std::isdigit(static_cast<unsigned char>(window[end])) || window[end] == '.')) ++end;
+      if (end == window.size()) break;  // may continue in the next chunk
+      if (parse_ofi_version(window.substr(at + needle.size(), end - at - needle.size()), out)) return true;
+    }
+    // Keep a tail so a string split across chunks is still found.
+    if (window.size() > 64) window.erase(0, window.size() - 64);
+  }
+  return false;
+}
+
 void find_ofi_nccl(const NodeProbe& probe, NodeInfo& node) {
   std::error_code ec;
   for (const auto& dir : probe.ofi_nccl_dirs) {
     const std::string full = join_root(probe.root, dir);
-    // libnccl-net-ofi.so since aws-ofi-nccl 1.13; libnccl-net.so before (NCCL's default name).
-    if (!fs::exists(fs::path(full) / "libnccl-net-ofi.so", ec) && !fs::exists(fs::path(full) / "libnccl-net.so", ec))
-      continue;
+    // libnccl-net-ofi.so since aws-ofi-nccl 1.15.0 (with libnccl-net.so beside it for NCCL's
+    // default lookup); libnccl-net.so alone before.
+    const bool renamed = fs::exists(fs::path(full) / "libnccl-net-ofi.so", ec);
+    if (!renamed && !fs::exists(fs::path(full) / "libnccl-net.so", ec)) continue;
     node.ofi_nccl_dir = full;
     for (fs::directory_iterator it(full, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
@@ -126,6 +153,13 @@ void find_ofi_nccl(const NodeProbe& probe, NodeInfo& node) {
       if (node.ofi_nccl_libs.size() >= 256) break;
     }
     std::sort(node.ofi_nccl_libs.begin(), node.ofi_nccl_libs.end());
+    const std::string lib = (fs::path(full) / (renamed ? "libnccl-net-ofi.so" : "libnccl-net.so")).string();
+    if (version_in_library(lib, node.ofi_nccl_version)) {
+      node.ofi_nccl_version_known = NodeInfo::VersionKnown::exact;
+    } else if (renamed) {
+      node.ofi_nccl_version = OfiVersion{1, 15, 0};
+      node.ofi_nccl_version_known = NodeInfo::VersionKnown::at_least;
+    }
     return;
   }
 }
@@ -189,7 +223,87 @@ bool has_name(const EnvList& list, const std::string& name) {
   return std::any_of(list.begin(), list.end(), [&](const auto& kv) { return kv.first == name; });
 }
 
+// "ofi<1.7.0&instance=p4d.24xlarge,p5.*" -> condition (one word: INI section headers are
+// [kind name]); false + why on a bad term.
+bool parse_condition(const std::string& text, ProfileCondition& c, std::string& why) {
+  c.text = text;
+  if (!text.empty() && (text.front() == '&' || text.back() == '&' || text.find("&&") != std::string::npos))
+    return why = "empty condition in '" + text + "' (terms joined with a single &)", false;
+  std::istringstream in(text);
+  std::string term;
+  bool any = false;
+  while (std::getline(in, term, '&')) {
+    any = true;
+    if (term.rfind("ofi<", 0) == 0 || term.rfind("ofi>=", 0) == 0) {
+      const bool below = term[3] == '<';
+      OfiVersion v;
+      if (!parse_ofi_version(term.substr(below ? 4 : 5), v))
+        return why = "bad plugin version in '" + term + "' (ofi<1.7.0, ofi>=1.15.0)", false;
+      if (below) c.has_below = true, c.below = v;
+      else c.has_at_least = true, c.at_least = v;
+    } else if (term.rfind("instance=", 0) == 0) {
+      c.instances = split(term.substr(9), ',');
+      if (c.instances.empty()) return why = "empty instance list in '" + term + "'", false;
+      for (const auto& glob : c.instances)
+        if (!std::all_of(glob.begin(), glob.end(), [](char ch) {
+              return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) ||
+                     ch == '.' || ch == '-' || ch == '*' || ch == '?';
+            }))
+          return why = "bad instance pattern '" + glob + "' (lower-case type names, * and ? globs)", false;
+    } else {
+      return why = "unknown condition '" + term + "' (ofi<V, ofi>=V, instance=GLOB,..., joined with &)", false;
+    }
+  }
+  if (!any) return why = "no condition: [when ofi<V], [when ofi>=V], [when instance=GLOB,...], joined with &", false;
+  return true;
+}
+
 }  // namespace
+
+std::string OfiVersion::str() const {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+bool parse_ofi_version(const std::string& text, OfiVersion& out) {
+  std::string t = text;
+  if (!t.empty() && t[0] == 'v') t.erase(0, 1);
+  int parts[3] = {0, 0, 0};
+  int n = 0;
+  std::size_t i = 0;
+  while (n < 3) {
+    std::size_t start = i;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])) && i - start < 6) ++i;
+    if (i == start) return false;
+    parts[n++] = std::stoi(t.substr(start, i - start));
+    if (i < t.size() && t[i] == '.' && n < 3) {
+      ++i;
+      continue;
+    }
+    break;
+  }
+  // Accept a suffix such as "-aws" or "-rc1"; a second number part is required.
+  if (n < 2 || (i < t.size() && t[i] != '-' && t[i] != '+' && t[i] != '.')) return false;
+  out = OfiVersion{parts[0], parts[1], parts[2]};
+  return true;
+}
+
+bool condition_holds(const ProfileCondition& c, const NodeInfo& node) {
+  using K = NodeInfo::VersionKnown;
+  const K known = node.ofi_nccl_version_known;
+  const OfiVersion& v = node.ofi_nccl_version;
+  // ofi<X: exact -> compare; a lower bound L >= X proves it false; otherwise unknown = false.
+  if (c.has_below && !(known == K::exact && v < c.below)) return false;
+  // ofi>=X: exact -> compare; a lower bound L >= X proves it; otherwise unknown = false.
+  if (c.has_at_least && (known == K::no || v < c.at_least)) return false;
+  if (!c.instances.empty()) {
+    if (node.instance_type.empty()) return false;
+    const bool match = std::any_of(c.instances.begin(), c.instances.end(), [&](const std::string& glob) {
+      return fnmatch(glob.c_str(), node.instance_type.c_str(), 0) == 0;
+    });
+    if (!match) return false;
+  }
+  return true;
+}
 
 NodeInfo detect_node(const NodeProbe& probe) {
   NodeInfo node;
@@ -212,9 +326,19 @@ Result<Profile> load_profile_file(const std::string& path) {
   if (!file) return file.error();
   Profile p;
   p.name = fs::path(path).stem().string();
-  for (const auto& sec : file->sections)
+  for (const auto& sec : file->sections) {
+    if (sec.kind == "when") {
+      ProfileCondition c;
+      std::string why;
+      if (!parse_condition(sec.name, c, why)) return profile_error(path, sec.line, "when", why);
+      c.line = sec.line;
+      p.when.push_back(std::move(c));
+      continue;
+    }
     if ((sec.kind != "env" && sec.kind != "rdma" && sec.kind != "prepend") || !sec.name.empty())
-      return profile_error(path, sec.line, sec.kind, "unknown section", "sections are [env], [rdma], [prepend]");
+      return profile_error(path, sec.line, sec.kind, "unknown section",
+                           "sections are [env], [when CONDITIONS], [rdma], [prepend]");
+  }
   bool has_version = false;
   for (const auto& e : file->entries) {
     std::string why;
@@ -239,7 +363,14 @@ Result<Profile> load_profile_file(const std::string& path) {
       if (!valid_env_name(e.key))
         return file->error_at(e, "not an NCCL/libfabric variable",
                               "names start with NCCL_, FI_, OFI_NCCL_ or RDMAV_ (upper case)");
-      (e.section == "env" ? p.env : p.rdma).emplace_back(e.key, e.value);
+      if (e.section.rfind("when", 0) == 0 && (e.section.size() == 4 || e.section[4] == ' ')) {
+        const std::string cond = e.section.size() > 5 ? e.section.substr(5) : "";
+        auto it = std::find_if(p.when.begin(), p.when.end(), [&](const ProfileCondition& c) { return c.text == cond; });
+        if (it == p.when.end()) return file->error_at(e, "section not found");  // cannot happen: headers parsed above
+        it->env.emplace_back(e.key, e.value);
+      } else {
+        (e.section == "env" ? p.env : p.rdma).emplace_back(e.key, e.value);
+      }
     }
   }
   if (!has_version) return profile_error(path, 0, "version", "missing", "add `version = N` matching the file name");
@@ -277,6 +408,9 @@ EnvList nccl_env(const NodeInfo& node, const Profile& profile, const Env& curren
     out.emplace_back(name, substitute(raw, node.ofi_nccl_dir));
   };
   for (const auto& [name, value] : profile.env) add(name, value);
+  for (const auto& cond : profile.when)
+    if (condition_holds(cond, node))
+      for (const auto& [name, value] : cond.env) add(name, value);
   const auto& rdma = profile.rdma_instance_types;
   if (std::find(rdma.begin(), rdma.end(), node.instance_type) != rdma.end())
     for (const auto& [name, value] : profile.rdma) add(name, value);
@@ -304,6 +438,9 @@ EnvList nccl_env(const NodeInfo& node, const Profile& profile, const Env& curren
   note("SCALEGUARD_NCCL_PROFILE", profile.name);
   note("SCALEGUARD_EFA_DEVICES", std::to_string(node.efa_devices.size()));
   note("SCALEGUARD_INSTANCE_TYPE", node.instance_type);
+  if (node.ofi_nccl_version_known != NodeInfo::VersionKnown::no)
+    note("SCALEGUARD_OFI_NCCL_VERSION",
+         (node.ofi_nccl_version_known == NodeInfo::VersionKnown::at_least ? ">=" : "") + node.ofi_nccl_version.str());
   return out;
 }
 

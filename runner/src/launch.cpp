@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config.h"
+#include "nccl_profile.h"
 
 namespace scaleguard::run {
 
@@ -45,6 +46,8 @@ void wait_or_abort(const Launch& l, MPI_Request* req, const char* what) {
 Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {
   Launch l;
   l.startup_timeout_s = startup_timeout_s;
+  // Before MPI_Init: libfabric (Open MPI's ofi components) reads FI_* when it is opened.
+  const std::string nccl_profile = apply_nccl_profile();
   // MULTIPLE lets a background thread (asynchronous checkpoints) use its own communicator.
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &l.thread_level);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
@@ -79,6 +82,7 @@ Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {
     if (r < node_leader_rank) ++l.node;
     ++l.nodes;
   }
+  if (l.rank == 0 && !nccl_profile.empty()) std::fprintf(stderr, "scaleguard-run: %s\n", nccl_profile.c_str());
   return l;
 }
 

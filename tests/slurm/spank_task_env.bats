@@ -20,9 +20,9 @@ teardown() {
 
 # Prints "PROCID NAME=VALUE ..." for the named variables, one task per line, sorted.
 show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT SLURMD_NODENAME \
-  FI_PROVIDER FI_EFA_USE_DEVICE_RDMA NCCL_IB_DISABLE NCCL_BUFFSIZE NCCL_SOCKET_IFNAME \
-  NCCL_TUNER_PLUGIN LD_LIBRARY_PATH SCALEGUARD_NCCL_PROFILE SCALEGUARD_EFA_DEVICES \
-  SCALEGUARD_INSTANCE_TYPE SCALEGUARD_STRATEGY SCALEGUARD_TP; do
+  FI_PROVIDER FI_EFA_USE_DEVICE_RDMA FI_EFA_FORK_SAFE NCCL_NET NCCL_IB_DISABLE NCCL_BUFFSIZE \
+  NCCL_P2P_NET_CHUNKSIZE NCCL_SOCKET_IFNAME NCCL_TUNER_PLUGIN LD_LIBRARY_PATH SCALEGUARD_NCCL_PROFILE \
+  SCALEGUARD_EFA_DEVICES SCALEGUARD_INSTANCE_TYPE SCALEGUARD_OFI_NCCL_VERSION SCALEGUARD_STRATEGY SCALEGUARD_TP; do
   printf "%s %s=%s\n" "$SLURM_PROCID" "$v" "${!v-unset}"; done'
 
 @test "srun over two nodes: ranks, world size, first node and job-derived port" {
@@ -105,33 +105,40 @@ node_info_rpcs() {
   run srun -N2 -n2 bash -c "$show"
   assert_success
   assert_line "0 SLURMD_NODENAME=gpu-st-p4d-1"
-  assert_line "0 SCALEGUARD_NCCL_PROFILE=efa-v1"
+  assert_line "0 SCALEGUARD_NCCL_PROFILE=efa-v2"
   assert_line "0 SCALEGUARD_EFA_DEVICES=2"
   assert_line "0 SCALEGUARD_INSTANCE_TYPE=p4d.24xlarge"
-  assert_line "0 FI_PROVIDER=efa"
-  assert_line "0 FI_EFA_USE_DEVICE_RDMA=1"
+  # libnccl-net-ofi.so: aws-ofi-nccl >= 1.15.0, which needs none of the legacy variables and
+  # sets its own tuner; NCCL must use the plugin or fail; p4d gets the plugin's buffer sizes.
+  assert_line "0 SCALEGUARD_OFI_NCCL_VERSION=>=1.15.0"
+  assert_line "0 NCCL_NET=AWS Libfabric"
+  assert_line "0 FI_PROVIDER=unset"
+  assert_line "0 FI_EFA_USE_DEVICE_RDMA=unset"
+  assert_line "0 FI_EFA_FORK_SAFE=unset"
   assert_line "0 NCCL_BUFFSIZE=8388608"
-  assert_line "0 NCCL_TUNER_PLUGIN=$efa_lib/libnccl-ofi-tuner.so"
+  assert_line "0 NCCL_P2P_NET_CHUNKSIZE=524288"
+  assert_line "0 NCCL_TUNER_PLUGIN=unset"
   assert_line "0 LD_LIBRARY_PATH=$efa_lib"
   assert_line "1 SLURMD_NODENAME=gpu-st-p4d-2"
   assert_line "1 SCALEGUARD_NCCL_PROFILE=tcp-v1"
   assert_line "1 SCALEGUARD_EFA_DEVICES=0"
   assert_line "1 NCCL_IB_DISABLE=1"
   assert_line "1 FI_PROVIDER=unset"
+  assert_line "1 NCCL_NET=unset"
   assert_line "1 NCCL_TUNER_PLUGIN=unset"
   assert_line "1 SCALEGUARD_INSTANCE_TYPE=unset"
 }
 
 @test "values the user set are kept; LD_LIBRARY_PATH is prepended to" {
-  FI_PROVIDER=tcp NCCL_BUFFSIZE=4096 NCCL_SOCKET_IFNAME=eth9 RANK=42 LD_LIBRARY_PATH=/opt/mine \
+  NCCL_NET=Socket NCCL_BUFFSIZE=4096 NCCL_SOCKET_IFNAME=eth9 RANK=42 LD_LIBRARY_PATH=/opt/mine \
     run srun -w gpu-st-p4d-1 -n1 bash -c "$show"
   assert_success
-  assert_line "0 FI_PROVIDER=tcp"
+  assert_line "0 NCCL_NET=Socket"
   assert_line "0 NCCL_BUFFSIZE=4096"
   assert_line "0 NCCL_SOCKET_IFNAME=eth9"
   assert_line "0 RANK=42"
   assert_line "0 LD_LIBRARY_PATH=$efa_lib:/opt/mine"
-  assert_line "0 FI_EFA_USE_DEVICE_RDMA=1"   # not set by the user: the profile's value
+  assert_line "0 NCCL_P2P_NET_CHUNKSIZE=524288"   # not set by the user: the profile's value
 }
 
 @test "batch job: the script is one process; its srun step gets per-task and per-node values" {
@@ -147,16 +154,16 @@ EOS
   assert_line "0 RANK=0"
   assert_line "0 WORLD_SIZE=1"
   assert_line "0 LOCAL_WORLD_SIZE=1"
-  assert_line "0 FI_PROVIDER=efa"
+  assert_line "0 NCCL_NET=AWS Libfabric"
   for t in 0 1 2 3; do
     assert_line "step $t RANK=$t"
     assert_line "step $t WORLD_SIZE=4"
     assert_line "step $t NCCL_BUFFSIZE=1234"     # set by the script: the user's value
   done
   # Inherited from the script on node 1, recomputed on node 2.
-  assert_line "step 2 FI_PROVIDER=unset"
+  assert_line "step 2 NCCL_NET=unset"
   assert_line "step 2 SCALEGUARD_NCCL_PROFILE=tcp-v1"
-  assert_line "step 0 FI_PROVIDER=efa"
+  assert_line "step 0 NCCL_NET=AWS Libfabric"
 }
 
 needs_job_submit() {

@@ -120,8 +120,11 @@ TEST_F(NcclFakeNode, FindsOfiNcclPluginAndItsLibraries) {
 TEST(NcclProfile, ShippedProfilesLoad) {
   const auto efa = load_profile(kProfiles, "efa");
   ASSERT_TRUE(efa.ok()) << efa.error().str();
-  EXPECT_EQ(efa->name, "efa-v1");
-  EXPECT_EQ(efa->version, 1);
+  EXPECT_EQ(efa->name, "efa-v2");
+  EXPECT_EQ(efa->version, 2);
+  // Older versions stay loadable: a job log naming efa-v1 can still be reproduced.
+  const auto v1 = load_profile_file(kProfiles + "/efa-v1.ini");
+  ASSERT_TRUE(v1.ok()) << v1.error().str();
   const auto tcp = load_profile(kProfiles, "tcp");
   ASSERT_TRUE(tcp.ok()) << tcp.error().str();
   EXPECT_EQ(tcp->name, "tcp-v1");
@@ -168,48 +171,191 @@ TEST_F(NcclFakeNode, BadProfilesNameFileLineAndKey) {
   EXPECT_FALSE(load_profile_file((root / "missing-v1.ini").string()).ok());
 }
 
-TEST_F(NcclFakeNode, EfaNodeGetsProfileWithPluginPaths) {
-  add_ib_device("rdmap16s27", "efa");
-  write("sys/devices/virtual/dmi/id/product_name", "p4d.24xlarge");
-  write("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
-  write("opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so", "");
-  const NodeInfo node = detect_node(probe());
-  const auto profile = load_profile(kProfiles, profile_family(node));
-  ASSERT_TRUE(profile.ok()) << profile.error().str();
-  const EnvList env = nccl_env(node, *profile, {});
-  const std::string dir = (root / "opt/amazon/ofi-nccl/lib").string();
-  ASSERT_NE(find(env, "FI_PROVIDER"), nullptr);
-  EXPECT_EQ(*find(env, "FI_PROVIDER"), "efa");
-  ASSERT_NE(find(env, "FI_EFA_USE_DEVICE_RDMA"), nullptr);  // p4d is an RDMA instance
-  EXPECT_EQ(*find(env, "NCCL_TUNER_PLUGIN"), dir + "/libnccl-ofi-tuner.so");
-  EXPECT_EQ(*find(env, "LD_LIBRARY_PATH"), dir);
-  EXPECT_EQ(*find(env, "SCALEGUARD_NCCL_PROFILE"), "efa-v1");
-  EXPECT_EQ(*find(env, "SCALEGUARD_EFA_DEVICES"), "1");
-  EXPECT_EQ(*find(env, "SCALEGUARD_INSTANCE_TYPE"), "p4d.24xlarge");
+// An aws-ofi-nccl library as the release installs it: the start-up message holds the
+// release ("NET/OFI Initializing aws-ofi-nccl 1.17.1"), among binary bytes.
+std::string plugin_library(const std::string& version) {
+  std::string bytes(3000, '\x7f');
+  bytes += std::string("\0NET/OFI Initializing aws-ofi-nccl ", 35) + version + std::string("\0", 1);
+  bytes += std::string(5000, '\x01');
+  return bytes;
 }
 
-TEST_F(NcclFakeNode, EfaWithoutRdmaOrPluginLeavesThoseOut) {
-  add_ib_device("rdmap0s6", "efa");
-  write("sys/devices/virtual/dmi/id/product_name", "g5.48xlarge");
-  const NodeInfo node = detect_node(probe());
-  const auto profile = load_profile(kProfiles, profile_family(node));
-  ASSERT_TRUE(profile.ok());
-  const EnvList env = nccl_env(node, *profile, {});
-  EXPECT_NE(find(env, "FI_PROVIDER"), nullptr);
+// One EFA node: instance type, and the plugin (release "" = a library without the string).
+class EfaNode : public NcclFakeNode {
+ protected:
+  EnvList env_for(const std::string& instance, const std::string& ofi, const std::string& lib,
+                  const Env& user = {}, const std::string& dir = "opt/amazon/ofi-nccl/lib") {
+    add_ib_device("rdmap16s27", "efa");
+    if (!instance.empty()) write("sys/devices/virtual/dmi/id/product_name", instance + "\n");
+    if (!lib.empty()) write(dir + "/" + lib, ofi.empty() ? std::string("ELF") : plugin_library(ofi));
+    node = detect_node(probe());
+    const auto profile = load_profile(kProfiles, profile_family(node));
+    EXPECT_TRUE(profile.ok()) << profile.error().str();
+    return profile.ok() ? nccl_env(node, *profile, user) : EnvList{};
+  }
+  NodeInfo node;
+};
+
+TEST_F(EfaNode, CurrentPluginOnP5GetsNetPinnedAndBuffersNoLegacyVariables) {
+  write("opt/amazon/ofi-nccl/lib/libnccl-net.so", "");
+  write("opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so", "");  // 1.15+: the net library again
+  const EnvList env = env_for("p5.48xlarge", "1.17.1", "libnccl-net-ofi.so");
+  EXPECT_EQ(node.ofi_nccl_version.str(), "1.17.1");
+  EXPECT_EQ(node.ofi_nccl_version_known, NodeInfo::VersionKnown::exact);
+  ASSERT_NE(find(env, "NCCL_NET"), nullptr);
+  EXPECT_EQ(*find(env, "NCCL_NET"), "AWS Libfabric");
+  EXPECT_EQ(*find(env, "NCCL_BUFFSIZE"), "8388608");
+  EXPECT_EQ(*find(env, "NCCL_P2P_NET_CHUNKSIZE"), "524288");
+  for (const char* obsolete : {"FI_PROVIDER", "FI_EFA_FORK_SAFE", "FI_EFA_USE_DEVICE_RDMA", "NCCL_PROTO", "NCCL_TUNER_PLUGIN"})
+    EXPECT_EQ(find(env, obsolete), nullptr) << obsolete;
+  EXPECT_EQ(*find(env, "LD_LIBRARY_PATH"), (root / "opt/amazon/ofi-nccl/lib").string());
+  EXPECT_EQ(*find(env, "SCALEGUARD_NCCL_PROFILE"), "efa-v2");
+  EXPECT_EQ(*find(env, "SCALEGUARD_OFI_NCCL_VERSION"), "1.17.1");
+  EXPECT_EQ(*find(env, "SCALEGUARD_INSTANCE_TYPE"), "p5.48xlarge");
+}
+
+TEST_F(EfaNode, BuffersOnlyWhereThePluginSetsThem) {
+  // The plugin's platform table: p4d/p4de, p5.48xlarge/p5e, p5en, p6 and later.
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {"p4d.24xlarge", true},  {"p4de.24xlarge", true}, {"p5.48xlarge", true}, {"p5e.48xlarge", true},
+      {"p5en.48xlarge", true}, {"p6-b200.48xlarge", true}, {"p5.4xlarge", false}, {"g5.48xlarge", false},
+      {"g6e.48xlarge", false}, {"trn1.32xlarge", false}, {"p3dn.24xlarge", false}, {"", false}};
+  for (const auto& [instance, buffers] : cases) {
+    fs::remove_all(root);
+    fs::create_directories(root);
+    const EnvList env = env_for(instance, "1.16.3", "libnccl-net-ofi.so");
+    EXPECT_EQ(find(env, "NCCL_BUFFSIZE") != nullptr, buffers) << instance;
+    EXPECT_EQ(find(env, "NCCL_P2P_NET_CHUNKSIZE") != nullptr, buffers) << instance;
+    EXPECT_NE(find(env, "NCCL_NET"), nullptr) << instance;  // every EFA node
+  }
+}
+
+TEST_F(EfaNode, LegacyVariablesOnlyForTheReleasesThatNeedThem) {
+  struct Case { std::string instance, ofi; bool rdma, provider_proto; };
+  // doc/efa-env-var.md: FI_EFA_USE_DEVICE_RDMA=1 below 1.7.0 on p4/p5; FI_PROVIDER=efa and
+  // NCCL_PROTO=simple up to 1.5.0.
+  const std::vector<Case> cases = {
+      {"p4d.24xlarge", "1.5.0", true, true},  {"g5.48xlarge", "1.5.0", false, true},
+      {"p4d.24xlarge", "1.6.0", true, false}, {"p5.48xlarge", "1.6.2", true, false},
+      {"g5.48xlarge", "1.6.0", false, false}, {"p4d.24xlarge", "1.7.0", false, false},
+      {"p5.48xlarge", "1.7.3", false, false}, {"p4de.24xlarge", "1.14.2", false, false}};
+  for (const auto& c : cases) {
+    fs::remove_all(root);
+    fs::create_directories(root);
+    const EnvList env = env_for(c.instance, c.ofi, "libnccl-net.so");
+    EXPECT_EQ(node.ofi_nccl_version.str(), c.ofi);
+    EXPECT_EQ(find(env, "FI_EFA_USE_DEVICE_RDMA") != nullptr, c.rdma) << c.instance << " " << c.ofi;
+    EXPECT_EQ(find(env, "FI_PROVIDER") != nullptr, c.provider_proto) << c.instance << " " << c.ofi;
+    EXPECT_EQ(find(env, "NCCL_PROTO") != nullptr, c.provider_proto) << c.instance << " " << c.ofi;
+    EXPECT_EQ(find(env, "FI_EFA_FORK_SAFE"), nullptr);
+    if (c.provider_proto) {
+      EXPECT_EQ(*find(env, "NCCL_PROTO"), "simple");
+    }
+  }
+}
+
+TEST_F(EfaNode, SeparateTunerLibraryOnlyBefore115) {
+  write("opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so", "");
+  const EnvList old = env_for("p5.48xlarge", "1.12.1", "libnccl-net.so", {}, "opt/aws-ofi-nccl/lib");
+  ASSERT_NE(find(old, "NCCL_TUNER_PLUGIN"), nullptr);
+  EXPECT_EQ(*find(old, "NCCL_TUNER_PLUGIN"), (root / "opt/aws-ofi-nccl/lib/libnccl-ofi-tuner.so").string());
+  // 1.8: no tuner library at all.
+  fs::remove_all(root);
+  fs::create_directories(root);
+  EXPECT_EQ(find(env_for("p5.48xlarge", "1.8.1", "libnccl-net.so"), "NCCL_TUNER_PLUGIN"), nullptr);
+}
+
+TEST_F(EfaNode, ReleaseFromLibraryNameWhenTheStringIsMissing) {
+  // libnccl-net-ofi.so exists from 1.15.0 on: a lower bound, enough to drop every legacy variable.
+  const EnvList env = env_for("p4d.24xlarge", "", "libnccl-net-ofi.so");
+  EXPECT_EQ(node.ofi_nccl_version_known, NodeInfo::VersionKnown::at_least);
+  EXPECT_EQ(*find(env, "SCALEGUARD_OFI_NCCL_VERSION"), ">=1.15.0");
   EXPECT_EQ(find(env, "FI_EFA_USE_DEVICE_RDMA"), nullptr);
   EXPECT_EQ(find(env, "NCCL_TUNER_PLUGIN"), nullptr);
-  EXPECT_EQ(find(env, "LD_LIBRARY_PATH"), nullptr);
+  EXPECT_NE(find(env, "NCCL_BUFFSIZE"), nullptr);
+  // libnccl-net.so without the string: release unknown, legacy variables left out.
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const EnvList unknown = env_for("p4d.24xlarge", "", "libnccl-net.so");
+  EXPECT_EQ(node.ofi_nccl_version_known, NodeInfo::VersionKnown::no);
+  EXPECT_EQ(find(unknown, "SCALEGUARD_OFI_NCCL_VERSION"), nullptr);
+  EXPECT_EQ(find(unknown, "FI_PROVIDER"), nullptr);
+  EXPECT_NE(find(unknown, "NCCL_NET"), nullptr);
 }
 
-TEST_F(NcclFakeNode, TunerLeftOutWhenThatPluginVersionHasNone) {
-  add_ib_device("rdmap16s27", "efa");
-  write("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "");
-  const NodeInfo node = detect_node(probe());
-  const auto profile = load_profile(kProfiles, "efa");
-  ASSERT_TRUE(profile.ok());
-  const EnvList env = nccl_env(node, *profile, {});
+TEST_F(EfaNode, MultiarchPluginDirectory) {
+  const EnvList env = env_for("p5en.48xlarge", "1.16.3", "libnccl-net-ofi.so", {}, "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu");
+  EXPECT_EQ(node.ofi_nccl_dir, (root / "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu").string());
+  EXPECT_EQ(*find(env, "LD_LIBRARY_PATH"), node.ofi_nccl_dir);
+  EXPECT_EQ(*find(env, "SCALEGUARD_OFI_NCCL_VERSION"), "1.16.3");
+}
+
+TEST_F(EfaNode, MissingPluginStillPinsNetSoNcclFailsLoudly) {
+  const EnvList env = env_for("g5.48xlarge", "", "");
+  EXPECT_EQ(node.ofi_nccl_dir, "");
+  EXPECT_EQ(*find(env, "NCCL_NET"), "AWS Libfabric");
+  EXPECT_EQ(find(env, "LD_LIBRARY_PATH"), nullptr);
   EXPECT_EQ(find(env, "NCCL_TUNER_PLUGIN"), nullptr);
-  EXPECT_NE(find(env, "LD_LIBRARY_PATH"), nullptr);
+}
+
+TEST_F(EfaNode, UserNetAndBuffersWin) {
+  const EnvList env = env_for("p5.48xlarge", "1.5.0", "libnccl-net.so",
+                              {{"NCCL_NET", "Socket"}, {"NCCL_BUFFSIZE", "4194304"}, {"NCCL_PROTO", "LL128"}});
+  EXPECT_EQ(find(env, "NCCL_NET"), nullptr);
+  EXPECT_EQ(find(env, "NCCL_BUFFSIZE"), nullptr);
+  EXPECT_EQ(find(env, "NCCL_PROTO"), nullptr);
+  EXPECT_NE(find(env, "FI_PROVIDER"), nullptr);  // the rest of the 1.5.0 set still applies
+}
+
+TEST(NcclProfile, OfiVersions) {
+  OfiVersion v;
+  ASSERT_TRUE(parse_ofi_version("1.7.3", v));
+  EXPECT_EQ(v.str(), "1.7.3");
+  ASSERT_TRUE(parse_ofi_version("1.13.2-aws", v));
+  EXPECT_EQ(v.str(), "1.13.2");
+  ASSERT_TRUE(parse_ofi_version("v1.9", v));
+  EXPECT_EQ(v.str(), "1.9.0");
+  for (const char* bad : {"", "1", "x.1", "1.x", "1.2.3x", "-1.2"}) EXPECT_FALSE(parse_ofi_version(bad, v)) << bad;
+  EXPECT_TRUE(OfiVersion({1, 6, 9}) < OfiVersion({1, 7, 0}));
+  EXPECT_TRUE(OfiVersion({1, 9, 0}) < OfiVersion({1, 15, 0}));  // numeric, not text order
+}
+
+TEST_F(NcclFakeNode, WhenSectionsParseAndBadOnesNameTheLine) {
+  write("good-v1.ini", "version = 1\n[when ofi<1.7.0&instance=p4d.24xlarge,p5*]\nFI_EFA_USE_DEVICE_RDMA = 1\n"
+                       "[when ofi>=1.15.0]\nNCCL_DEBUG = WARN\n");
+  const auto p = load_profile_file((root / "good-v1.ini").string());
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  ASSERT_EQ(p->when.size(), 2u);
+  EXPECT_EQ(p->when[0].instances, (std::vector<std::string>{"p4d.24xlarge", "p5*"}));
+  EXPECT_TRUE(p->when[0].has_below);
+  EXPECT_EQ(p->when[0].env.size(), 1u);
+  EXPECT_EQ(p->when[1].env[0].first, "NCCL_DEBUG");
+  for (const std::string header : {"[when]", "[when ofi<1]", "[when ofi<x.y]", "[when gpu=a100]",
+                                   "[when instance=P4D.24xlarge]", "[when instance=]", "[when ofi<1.7.0&]"}) {
+    write("bad-v1.ini", "version = 1\n" + header + "\nNCCL_DEBUG = INFO\n");
+    const auto bad = load_profile_file((root / "bad-v1.ini").string());
+    ASSERT_FALSE(bad.ok()) << header;
+    EXPECT_EQ(bad.error().line, 2) << header;
+    EXPECT_EQ(bad.error().field, "when") << header;
+  }
+}
+
+TEST(NcclProfile, ConditionsOnAnUnknownOrBoundedRelease) {
+  ProfileCondition below, at_least;
+  below.has_below = true, below.below = {1, 7, 0};
+  at_least.has_at_least = true, at_least.at_least = {1, 16, 0};
+  NodeInfo node;
+  EXPECT_FALSE(condition_holds(below, node));  // unknown release: legacy settings stay out
+  EXPECT_FALSE(condition_holds(at_least, node));
+  node.ofi_nccl_version = {1, 15, 0};
+  node.ofi_nccl_version_known = NodeInfo::VersionKnown::at_least;
+  EXPECT_FALSE(condition_holds(below, node));     // >= 1.15.0 is never < 1.7.0
+  EXPECT_FALSE(condition_holds(at_least, node));  // >= 1.15.0 may be 1.15.x
+  at_least.at_least = {1, 15, 0};
+  EXPECT_TRUE(condition_holds(at_least, node));
+  node.ofi_nccl_version_known = NodeInfo::VersionKnown::exact;
+  node.ofi_nccl_version = {1, 6, 0};
+  EXPECT_TRUE(condition_holds(below, node));
 }
 
 TEST_F(NcclFakeNode, UserValuesAreNeverOverridden) {
@@ -220,6 +366,7 @@ TEST_F(NcclFakeNode, UserValuesAreNeverOverridden) {
   const auto profile = load_profile(kProfiles, "efa");
   ASSERT_TRUE(profile.ok());
   const Env user = {{"FI_PROVIDER", "tcp"},
+                    {"NCCL_NET", "Socket"},
                     {"NCCL_SOCKET_IFNAME", "eth7"},
                     {"FI_EFA_USE_DEVICE_RDMA", "0"},
                     {"SCALEGUARD_NCCL_PROFILE", "mine"},

@@ -44,6 +44,9 @@ std::string apply_nccl_profile() {
     probe.node_name = probe.node_name.substr(0, probe.node_name.find('.'));
   }
   const NodeInfo node = detect_node(probe);
+  // Without EFA, NCCL's own choices are right for what mpirun starts outside Slurm (one box,
+  // containers whose only interface may be lo, which tcp-v1's ^lo would leave NCCL without).
+  if (profile_family(node) != "efa") return "";
   const char* dir_env = std::getenv("SCALEGUARD_NCCL_PROFILES");
   const std::string dir = dir_env ? dir_env : std::string(SCALEGUARD_CONFIG_DIR) + "/nccl";
   const auto profile = load_profile(dir, profile_family(node));

@@ -8,10 +8,12 @@ namespace scaleguard::run {
 
 // Call before MPI_Init (Open MPI may open libfabric, which reads FI_* then) and before any
 // NCCL call. Does nothing when SCALEGUARD_NCCL_PROFILE is set (a profile was applied, or
-// the user set it, e.g. to `none`, to keep the runner from applying one). Otherwise detects
-// the node (EFA devices, instance type, aws-ofi-nccl directory and release), loads the
-// highest efa-/tcp-v<N>.ini from SCALEGUARD_NCCL_PROFILES (default: the installed
-// configs/nccl) and sets each variable that is not set: what the user set always wins.
+// the user set it, e.g. to `none`, to keep the runner from applying one), and on nodes
+// without EFA devices (NCCL's defaults; tcp-v1's NCCL_SOCKET_IFNAME=^lo would leave a
+// container whose only interface is lo without a bootstrap interface). Otherwise detects the
+// node (EFA devices, instance type, aws-ofi-nccl directory and release), loads the highest
+// efa-v<N>.ini from SCALEGUARD_NCCL_PROFILES (default: the installed configs/nccl) and sets
+// each variable that is not set: what the user set always wins.
 // LD_LIBRARY_PATH cannot change the running process's library search, so the plugin
 // directory is reported instead when neither it nor ld.so.conf.d names it.
 // SCALEGUARD_NODE_ROOT replaces / for the detection (tests with a fake sysfs tree).

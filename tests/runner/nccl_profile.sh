@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Under mpirun outside Slurm nothing exports the NCCL/EFA profile, so scaleguard-run applies
-# it itself before MPI_Init (issue 15 item 7): the same efa-v2/tcp-v1 the SPANK plugin
+# it itself before MPI_Init on EFA nodes (issue 15 item 7): the same efa-v2 the SPANK plugin
 # would, only for variables that are not set (the user's values win), logged by rank 0.
 # The node is a fake tree (SCALEGUARD_NODE_ROOT): two EFA devices, a p4d.24xlarge, and
 # aws-ofi-nccl 1.17.1 in the multiarch directory.
@@ -59,10 +59,7 @@ hasnt "$line" "LD_LIBRARY_PATH" ldconf
 line=$(profile_line slurm SCALEGUARD_NODE_ROOT="$node" SCALEGUARD_NCCL_PROFILE=efa-v2)
 [ -z "$line" ] || fail "slurm: applied again: $line"
 
-# A node without EFA: the TCP profile.
+# A node without EFA: NCCL's defaults (tcp-v1 is the SPANK plugin's, for Slurm steps).
 mkdir -p "$work/plain"
 line=$(profile_line plain SCALEGUARD_NODE_ROOT="$work/plain")
-echo "plain: $line"
-has "$line" "NCCL profile tcp-v1 applied" plain
-has "$line" "NCCL_IB_DISABLE=1" plain
-hasnt "$line" "NCCL_NET=" plain
+[ -z "$line" ] || fail "plain: a profile on a node without EFA: $line"

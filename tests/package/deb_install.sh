@@ -21,7 +21,7 @@ start=$SECONDS
 
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 purge() {
   local p present=()
   for p in "${packages[@]}"; do
@@ -72,7 +72,9 @@ echo "   Depends: $depends"; echo "   Provides: $provides"
 [[ $depends == *"slurm-wlm-basic-plugins (<< "* ]] || fail "Depends has no upper bound on slurm-wlm-basic-plugins"
 [[ $depends == *"scaleguard (= "* ]] || fail "Depends lacks scaleguard (= version)"
 [[ $provides == "scaleguard-slurm-plugins-$slurm_release" ]] || fail "Provides: $provides"
-dpkg-deb -f "$plugins_deb" Description | grep -q "Slurm $slurm_release" || fail "Description does not name Slurm $slurm_release"
+# (grep -q on a variable: on a pipe, its early exit fails the writer under pipefail)
+description=$(dpkg-deb -f "$plugins_deb" Description)
+grep -q "Slurm $slurm_release" <<<"$description" || fail "Description does not name Slurm $slurm_release"
 # Exactly the plugins (and their note) in the plugin package.
 extra=$(dpkg-deb -c "$plugins_deb" | awk '{print $6}' | grep -v '/$' |
   grep -v -e "^\.$system_plugins/scaleguard\.so$" -e "^\.$system_plugins/job_submit_scaleguard\.so$" \
@@ -103,14 +105,16 @@ done
 grep -q "Slurm $slurm_release" /usr/share/doc/scaleguard-slurm-plugins/slurm-release
 # Stripped, and only the plugin symbols exported (the linker scripts survive packaging).
 for so in scaleguard.so job_submit_scaleguard.so; do
-  nm -D --defined-only "$system_plugins/$so" | grep -q plugin_type || fail "$so exports no plugin_type"
+  symbols=$(nm -D --defined-only "$system_plugins/$so")
+  grep -q plugin_type <<<"$symbols" || fail "$so exports no plugin_type"
 done
 [ "$(/usr/bin/scaleguard --version)" = "scaleguard $version" ] || fail "scaleguard --version: $(/usr/bin/scaleguard --version)"
 # The installed CLI reads the installed policy by default (compiled-in /usr/share/scaleguard).
 out=$(cd / && env -u SCALEGUARD_POLICY -u SCALEGUARD_CATALOG /usr/bin/scaleguard policy check 2>&1) ||
   fail "scaleguard policy check (installed defaults): $out"
 grep -q '\[partition gpu-od\] (default)' <<<"$out" || fail "policy check output: $out"
-man -w scaleguard | grep -q '^/usr/share/man/man1/scaleguard\.1' || fail "man -w scaleguard: $(man -w scaleguard)"
+page=$(man -w scaleguard)
+[ "$page" = /usr/share/man/man1/scaleguard.1 ] || fail "man -w scaleguard: $page"
 if [ -n "$run_deb" ]; then
   /usr/bin/scaleguard-run --help >/dev/null || fail "scaleguard-run --help"
 fi
@@ -124,7 +128,8 @@ grep -q "^required $system_plugins/scaleguard\.so " "$SCALEGUARD_DEV_DIR/etc/plu
 ctld=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
 grep -q " $system_plugins/job_submit_scaleguard\.so$" "/proc/$ctld/maps" ||
   fail "slurmctld has not mapped $system_plugins/job_submit_scaleguard.so"
-sbatch --help | grep -q -- '--train-model' || fail "sbatch --help shows no --train-* option"
+help=$(sbatch --help)
+grep -q -- '--train-model' <<<"$help" || fail "sbatch --help shows no --train-* option"
 
 step "job_submit/scaleguard judges jobs"
 cd "$SCALEGUARD_DEV_DIR"

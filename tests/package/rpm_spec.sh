@@ -44,5 +44,6 @@ fi
 rpmbuild -bs --quiet --define "_topdir $tmp" "$spec" >/dev/null
 srpm=$tmp/SRPMS/scaleguard-$version-1.src.rpm
 [ -f "$srpm" ] || fail "no $srpm"
-rpm -qpl "$srpm" | grep -qx scaleguard.spec || fail "spec not in the source rpm"
+contents=$(rpm -qpl "$srpm")
+grep -qx scaleguard.spec <<<"$contents" || fail "spec not in the source rpm: $contents"
 echo "== ok"

@@ -142,7 +142,8 @@ setup_file() {
 
 teardown_file() {
   scancel --quiet --name=sg-ac 2>/dev/null || true
-  rm -rf "$AC_TMP"
+  # Unset when setup_file skipped (no accounting: source-built releases, SCALEGUARD_ACCOUNTING=0).
+  [ -z "${AC_TMP:-}" ] || rm -rf "$AC_TMP"
 }
 
 setup() {

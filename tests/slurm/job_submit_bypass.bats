@@ -10,7 +10,9 @@ setup_file() {
   cluster_env
   resume_nodes   # an earlier test file may have provoked a drain
   export BP_TMP=$(user_dir)
-  cc -shared -fPIC -o "$BP_TMP/forge.so" "$BATS_TEST_DIRNAME/data/forge_spank.c"
+  # Against the running Slurm's headers: a SPANK plugin must match the release that loads it.
+  cc -shared -fPIC ${SCALEGUARD_SLURM_PREFIX:+-I"$SCALEGUARD_SLURM_PREFIX/include"} \
+    -o "$BP_TMP/forge.so" "$BATS_TEST_DIRNAME/data/forge_spank.c"
   export NO_SPANK_CONF=$(client_conf "$BP_TMP/nospank" "")
   export FORGE_CONF=$(client_conf "$BP_TMP/forge" "required $BP_TMP/forge.so")
   # Only what slurmctld logs from here on concerns these tests.

@@ -132,19 +132,22 @@ capped() {
 }
 
 @test "updates: raising nodes, GPUs or time past the cap is refused; root is trusted" {
-  run user_sbatch --parsable -N 1 --gpus-per-node=8 -t 9:00:00 -p gpu-spot --wrap true
+  # 1 node x 8 GPUs x 10 h = 80 GPU-hours; 2 nodes = 160 > the cap of 150.
+  run user_sbatch --parsable -N 1 --gpus-per-node=8 -t 10:00:00 -p gpu-spot --wrap true
   assert_success
   job_id=$(parsed_job_id)
   run job_comment "$job_id"
   assert_output --regexp '\[sg=sg-[0-9]+-[0-9]+;.*gn=8'
   run as_user "$EV_TMP" scontrol update jobid="$job_id" NumNodes=2
   assert_failure
+  # 23.02+ hand job_modify an err_msg: the user reads the reason (22.05: slurmctld's log only).
+  if slurm_at_least 23.02; then assert_output --partial '[max_job_gpu_hours]'; fi
   run job_field "$job_id" NumNodes
   assert_output --regexp '^1(-1)?$'
   run as_user "$EV_TMP" scontrol update jobid="$job_id" TimeLimit=20:00:00
   assert_failure
   run job_field "$job_id" TimeLimit
-  assert_output 09:00:00
+  assert_output 10:00:00
   # Lowering the time, then raising the nodes: judged against the largest judged before.
   run as_user "$EV_TMP" scontrol update jobid="$job_id" TimeLimit=5:00:00
   assert_success

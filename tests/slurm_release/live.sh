@@ -35,11 +35,13 @@ export SCALEGUARD_SOURCE_DIR=$source_dir
 export SCALEGUARD_ACCOUNTING=0
 # What the clients and daemons really are: the tests must not run Debian's by accident.
 export PATH=$prefix/bin:$prefix/sbin:$PATH
-say "$(sbatch --version) from $(command -v sbatch)"
-case $(sbatch --version) in "slurm $version") ;; *) say "sbatch is not $version"; exit 1 ;; esac
 
 trap '"$source_dir/scripts/dev-cluster/down" >/dev/null 2>&1' EXIT
 "$source_dir/scripts/dev-cluster/up" || { say "dev-cluster up failed"; exit 1; }
+# 23.11+ clients read a configuration even for --version.
+export SLURM_CONF=$SCALEGUARD_DEV_DIR/etc/slurm.conf
+say "$(sbatch --version) from $(command -v sbatch)"
+case $(sbatch --version) in "slurm $version") ;; *) say "sbatch is not $version"; exit 1 ;; esac
 t1=$SECONDS
 rc=0
 for file in "$source_dir"/tests/slurm/*.bats; do

@@ -44,6 +44,10 @@ class CheckedCommunicator : public Communicator {
     check(t, "recv");
     inner_->recv(t, src, tag);
   }
+  void batch_p2p(const std::vector<P2P>& ops) override {
+    for (const P2P& op : ops) check(op.t, op.send ? "send (batched)" : "recv (batched)");
+    inner_->batch_p2p(ops);  // keeps the backend's grouping
+  }
   void barrier() override { inner_->barrier(); }
   std::vector<std::string> all_gather_host(const std::string& mine) override { return inner_->all_gather_host(mine); }
   std::unique_ptr<Communicator> split(int color, int key) const override {

@@ -133,8 +133,14 @@ Envelope envelope_of(const JobRequest& job, const Partition& part) {
   hi = std::min(hi, kMaxNodes);
 
   // GPUs on one node and in total, every form Slurm allows, whichever grants most.
-  const long long tasks = job.ntasks > 0 ? job.ntasks : (job.ntasks_per_node > 0 ? job.ntasks_per_node * hi : hi);
-  const long long tasks_on_node = job.ntasks_per_node > 0 ? job.ntasks_per_node : tasks;
+  // --ntasks-per-node may outweigh -n: 23.11 gives each node its --ntasks-per-node tasks and
+  // their --gpus-per-task GPUs (-N2 --ntasks-per-node=8 -n1 --gpus-per-task=1 got 8 GPUs).
+  const long long tasks = std::max<long long>(
+      job.ntasks, job.ntasks_per_node > 0 ? job.ntasks_per_node * hi : job.ntasks > 0 ? 0 : hi);
+  // Tasks on one node: all of them, or with --ntasks-per-node that many, unless -n packs more
+  // onto the fewest nodes.
+  const long long tasks_on_node =
+      job.ntasks_per_node > 0 ? std::max<long long>(job.ntasks_per_node, ceil_div(tasks, lo)) : tasks;
   // --sockets-per-node is a minimum: every socket holding one of the job's cores gets
   // --gpus-per-socket GPUs, and the policy does not know a node's sockets: judged as many as GPUs.
   const long long sockets = gpn;
@@ -157,12 +163,12 @@ Envelope envelope_of(const JobRequest& job, const Partition& part) {
   per_node = std::min(per_node, gpn);
   total = std::min(total, per_node * hi);
   // Whether Slurm's node count changes the GPUs: then an open node count is bounded.
-  const bool per_node_counts = exclusive || job.gpus_per_node > 0 || job.gpus_per_socket > 0 ||
-                               (job.gpus_per_task > 0 && job.ntasks <= 0);
+  const bool tasks_per_node_count = job.gpus_per_task > 0 && (job.ntasks <= 0 || job.ntasks_per_node > 0);
+  const bool per_node_counts = exclusive || job.gpus_per_node > 0 || job.gpus_per_socket > 0 || tasks_per_node_count;
   if (total > 0 && per_node_counts && open_ended) env.bound_max_nodes = static_cast<int>(hi);
   if (env.how.empty() && total > 0) {
     const bool literal = job.nodes_max <= 0 || job.nodes_max == job.nodes_min;
-    if (job.gpus_per_task > 0 && job.ntasks <= 0)
+    if (tasks_per_node_count)
       env.how = std::to_string(job.gpus_per_task) + " GPU(s) per task x up to " + std::to_string(tasks) + " task(s)";
     else if (!literal && per_node_counts)
       env.how = "up to " + std::to_string(hi) + " nodes (" + std::to_string(job.nodes_min) + "-" +

@@ -83,6 +83,17 @@ TEST(Envelope, GpusPerTaskTimesTasksFromNodesTimesTasksPerNode) {
   EXPECT_EQ(envelope_of(j, od()).gpus, 16);  // judged as 1 GPU before
 }
 
+TEST(Envelope, TasksPerNodeOutweighMinusN) {
+  // Slurm 23.11 ran -N2 --ntasks-per-node=8 -n1 --gpus-per-task=1 with 8 GPUs (the live
+  // property test's oracle escape): judged as 8 tasks on each of up to 2 nodes, not 1 task.
+  JobRequest j = hours(60);
+  j.gpus_per_task = 1, j.nodes_min = j.nodes_max = 2, j.ntasks_per_node = 8, j.ntasks = 1;
+  EXPECT_EQ(envelope_of(j, od()).gpus, 16);
+  // A larger -n still counts.
+  j.ntasks_per_node = 1, j.ntasks = 4, j.nodes_min = j.nodes_max = 1;
+  EXPECT_EQ(envelope_of(j, od()).gpus, 4);
+}
+
 TEST(Envelope, GpusPerSocketIsAllGpusOfTheNodeWhateverTheSocketCount) {
   JobRequest j = hours(60);
   j.gpus_per_socket = 1, j.nodes_min = j.nodes_max = 2;

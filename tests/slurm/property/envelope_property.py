@@ -274,14 +274,11 @@ def component_envelope(rec, cluster):
         # Slurm wants -n or --gpus with --gpus-per-task, so NumTasks is the count, except
         # that --ntasks-per-node makes it grow with the nodes (checked: NumTasks=2 pending,
         # 4 on 2 nodes) unless -n was given (a NumTasks other than per-node x min nodes says
-        # so; then it is a maximum per node). Checked: -n1 shows NumNodes=2 pending, runs on 1.
+        # so on 22.05). Checked on 22.05: -n1 shows NumNodes=2 pending, runs on 1 with one task.
+        # 23.11 gives every node its --ntasks-per-node tasks whatever -n says (checked:
+        # -N2 --ntasks-per-node=8 -n1 --gpus-per-task=1 ran with 8 GPUs): the larger of the two.
         ntasks = int(rec.get("NumTasks", "1") or 1)
-        if tpn and ntasks == tpn * int(lo):
-            tasks = tpn * max_nodes
-        elif tpn:
-            tasks = min(ntasks, tpn * max_nodes)
-        else:
-            tasks = ntasks
+        tasks = max(ntasks, tpn * max_nodes) if tpn else ntasks
         total.append(n * tasks)
     if exclusive:
         per_node.append(node_gpus)  # whole nodes: every GPU on them

@@ -22,6 +22,12 @@ std::string catalog_path(const po::variables_map& vm) {
   return config_path(vm, "catalog", "SCALEGUARD_CATALOG", "catalog.ini");
 }
 
+std::string calibration_path(const po::variables_map& vm) {
+  if (vm.count("calibration")) return vm["calibration"].as<std::string>();
+  if (const char* e = std::getenv("SCALEGUARD_CALIBRATION"); e && *e) return e;
+  return "";
+}
+
 std::optional<int> parse_args(int argc, char** argv, const po::options_description& desc, po::variables_map& vm,
                               const char* usage) {
   try {
@@ -78,12 +84,14 @@ void add_workload_options(po::options_description& desc) {
       ("mtbf-hours", po::value<std::string>(), "node MTBF (default: the catalog's)")
       ("spot", "price and plan for spot capacity")
       ("catalog", po::value<std::string>(), "catalog file (default $SCALEGUARD_CATALOG or configs/catalog.ini)")
+      ("calibration", po::value<std::string>(),
+       "catalog override from scaleguard calibrate --write (default $SCALEGUARD_CALIBRATION)")
       ("json", "machine-readable output");
 }
 
 std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& vm) {
   PlanSetup s;
-  auto cat = load_catalog(catalog_path(vm));
+  auto cat = load_catalog(catalog_path(vm), calibration_path(vm));
   if (!cat) return print_error(verb, cat.error()), std::nullopt;
   s.catalog = std::move(cat).value();
   auto model = parse_model_spec(vm["model"].as<std::string>(), s.catalog);

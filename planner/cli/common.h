@@ -16,6 +16,8 @@ namespace po = boost::program_options;
 // --policy, else $SCALEGUARD_POLICY, else SCALEGUARD_CONFIG_DIR/policy.ini (same for catalog).
 std::string policy_path(const po::variables_map& vm);
 std::string catalog_path(const po::variables_map& vm);
+// --calibration, else $SCALEGUARD_CALIBRATION, else "" (no catalog override).
+std::string calibration_path(const po::variables_map& vm);
 
 // Parses argv against `desc`; prints help (returns 0) or a usage error (returns 2);
 // nullopt means "go on".

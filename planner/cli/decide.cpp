@@ -34,6 +34,8 @@ int run(int argc, char** argv) {
   desc.add_options()("help,h", "this help")
       ("policy", po::value<std::string>(), "policy file (default $SCALEGUARD_POLICY or configs/policy.ini)")
       ("catalog", po::value<std::string>(), "catalog file (default: the policy's)")
+      ("calibration", po::value<std::string>(),
+       "catalog override from scaleguard calibrate --write (default $SCALEGUARD_CALIBRATION, else the policy's)")
       ("gpus,G", po::value<std::string>(), "GPUs for the job: N or TYPE:N")
       ("gres", po::value<std::string>(), "generic resources per node: gpu:N, gpu:TYPE:N")
       ("gpus-per-node", po::value<std::string>(), "GPUs per node: N or TYPE:N")
@@ -56,7 +58,8 @@ int run(int argc, char** argv) {
       "usage: scaleguard decide [--policy FILE] [--gpus N] [--gres gpu:N] [--nodes N] [--time T] [--partition P]\n"
       "                         [--train-model SPEC --train-tokens N | --train-single-gpu-hours H] [--json]";
   if (auto rc = parse_args(argc, argv, desc, vm, usage)) return *rc;
-  auto policy = load_policy(policy_path(vm), vm.count("catalog") ? vm["catalog"].as<std::string>() : "");
+  auto policy = load_policy(policy_path(vm), vm.count("catalog") ? vm["catalog"].as<std::string>() : "",
+                            calibration_path(vm));
   if (!policy) {
     print_error("decide", policy.error());
     return 1;

@@ -2,6 +2,9 @@
 #include "scaleguard/calibrate.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -232,13 +235,13 @@ Hardware host_hardware(const HostHardware& h, const Assumptions& assume) {
   return hw;
 }
 
-Result<Calibration> calibrate(const Metrics& m, const Hardware& hw, int skip) {
-  Calibration c;
-  c.run = m.run;
-  const RunInfo& r = m.run;
-  if (skip < 0 || static_cast<size_t>(skip) >= m.steps.size())
-    return Error{text::format("%zu step line(s), none left after skipping %d as warm-up", m.steps.size(), skip), "", 0,
-                 "skip", "run more steps or lower --skip"};
+namespace {
+struct RunSetup {
+  Workload workload;
+  Layout layout;
+};
+// The workload and layout of a run line, checked against the hardware.
+Result<RunSetup> run_setup(const RunInfo& r, const Hardware& hw) {
   if (r.n_embd % r.n_head != 0 || r.n_head % r.tp != 0)
     return Error{text::format("n_embd %d, n_head %d and tp %d do not split into whole heads per rank", r.n_embd, r.n_head,
                               r.tp),
@@ -255,8 +258,29 @@ Result<Calibration> calibrate(const Metrics& m, const Hardware& hw, int skip) {
   spec.params = r.params > 0 ? r.params : gpt_params(r.n_layer, r.n_embd, r.seq_len, r.vocab_size);
   spec.precision = r.precision;
   spec.optimizer = Optimizer::adam;
-  c.layout = Layout{r.tp, r.pp, r.dp, r.zero, r.micro_batch, Recompute::none};
-  const Workload w{spec, double(r.global_batch) * r.seq_len, r.global_batch};
+  return RunSetup{Workload{spec, double(r.global_batch) * r.seq_len, r.global_batch},
+                  Layout{r.tp, r.pp, r.dp, r.zero, r.micro_batch, Recompute::none}};
+}
+}  // namespace
+
+Result<Plan> predict_run(const RunInfo& r, const Hardware& hw) {
+  auto setup = run_setup(r, hw);
+  if (!setup) return setup.error();
+  return evaluate(setup.value().workload, hw, setup.value().layout);
+}
+
+Result<Calibration> calibrate(const Metrics& m, const Hardware& hw, int skip) {
+  Calibration c;
+  c.run = m.run;
+  const RunInfo& r = m.run;
+  if (skip < 0 || static_cast<size_t>(skip) >= m.steps.size())
+    return Error{text::format("%zu step line(s), none left after skipping %d as warm-up", m.steps.size(), skip), "", 0,
+                 "skip", "run more steps or lower --skip"};
+  auto setup = run_setup(r, hw);
+  if (!setup) return setup.error();
+  const Workload& w = setup.value().workload;
+  const ModelSpec& spec = w.model;
+  c.layout = setup.value().layout;
   c.params = spec.params;
   c.predicted = evaluate(w, hw, c.layout);
   c.used_efficiency = hw.gpu.efficiency;
@@ -346,6 +370,313 @@ std::string to_json(const Calibration& c) {
                    c.implied_bandwidth_utilization > 0 ? json(c.implied_bandwidth_utilization) : json(nullptr)}};
   j["notes"] = c.notes;
   return j.dump(2);
+}
+
+// ---- scaleguard calibrate --write: the least-squares fit ----------------------------------
+
+const char* fit_term_key(int term) {
+  static const char* const keys[] = {"efficiency", "step_overhead_s", "comm_alpha_s", "comm_beta_gb_s"};
+  return term >= 0 && term < kFitTerms ? keys[term] : "?";
+}
+
+double median_step_seconds(const Metrics& m, int skip) {
+  std::vector<double> v;
+  for (size_t i = std::max(0, skip); i < m.steps.size(); ++i) v.push_back(m.steps[i].step_ms / 1e3);
+  return v.empty() ? 0 : median(v);
+}
+
+namespace {
+// The fit's parameters are linear in the step time: theta = {1/efficiency, overhead s,
+// alpha s, 1/beta s per GB}.
+using Theta = std::array<double, kFitTerms>;
+
+Hardware with_theta(const Hardware& hw, const Theta& t) {
+  Hardware h = hw;
+  h.gpu.efficiency = 1 / t[kEfficiency];
+  h.gpu.step_overhead_s = t[kStepOverhead];
+  h.gpu.comm_alpha_s = t[kCommAlpha];
+  h.gpu.comm_beta_gb_s = t[kCommBeta] > 0 ? 1 / t[kCommBeta] : 1e12;  // 0 s/GB = unlimited
+  return h;
+}
+
+// The catalog's values of the four terms for `hw` (what an undetermined term keeps).
+Theta catalog_theta(const Hardware& hw) {
+  const double link = hw.gpu.nvlink_gb_s > 0 ? hw.gpu.nvlink_gb_s : hw.gpu.pcie_gb_s;
+  const double beta = hw.gpu.comm_beta_gb_s > 0 ? hw.gpu.comm_beta_gb_s : link / 2 * hw.assume.bandwidth_utilization;
+  return {1 / hw.gpu.efficiency,
+          hw.gpu.step_overhead_s >= 0 ? hw.gpu.step_overhead_s : hw.assume.step_overhead_s,
+          hw.gpu.comm_alpha_s >= 0 ? hw.gpu.comm_alpha_s : hw.assume.collective_latency_intra_us * 1e-6,
+          beta > 0 ? 1 / beta : 0};
+}
+
+// Solves the n x n system a x = b in place (Gaussian elimination, partial pivoting); false
+// when singular.
+bool solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>& x) {
+  const size_t n = b.size();
+  for (size_t c = 0; c < n; ++c) {
+    size_t piv = c;
+    for (size_t r = c + 1; r < n; ++r)
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    if (!(std::fabs(a[piv][c]) > 1e-300)) return false;
+    std::swap(a[c], a[piv]);
+    std::swap(b[c], b[piv]);
+    for (size_t r = c + 1; r < n; ++r) {
+      const double f = a[r][c] / a[c][c];
+      for (size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  x.assign(n, 0);
+  for (size_t c = n; c-- > 0;) {
+    double v = b[c];
+    for (size_t k = c + 1; k < n; ++k) v -= a[c][k] * x[k];
+    x[c] = v / a[c][c];
+  }
+  return true;
+}
+}  // namespace
+
+Result<FitResult> fit_calibration(const std::vector<Metrics>& runs, const std::vector<std::string>& sources,
+                                  const Hardware& hw, int skip) {
+  if (runs.empty()) return Error{"no runs to fit", "", 0, "metrics", "pass --metrics FILE, once per run"};
+  const size_t n = runs.size();
+  std::vector<double> measured(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string src = i < sources.size() ? sources[i] : "run " + std::to_string(i + 1);
+    measured[i] = median_step_seconds(runs[i], skip);
+    if (!(measured[i] > 0))
+      return Error{text::format("%zu step line(s), none left after skipping %d as warm-up", runs[i].steps.size(), skip),
+                   src, 0, "skip", "run more steps or lower --skip"};
+    if (auto p = predict_run(runs[i].run, hw); !p) {
+      Error e = p.error();
+      e.file = src;
+      return e;
+    }
+  }
+  const Theta base = catalog_theta(hw);
+  auto step = [&](size_t i, const Theta& t) { return predict_run(runs[i].run, with_theta(hw, t)).value().step_seconds; };
+  // Finite-difference columns at theta (the step is linear in theta but for the overlap window).
+  const Theta scale = {1.0, 1e-3, 1e-5, 1e-2};
+  auto jacobian = [&](const Theta& t, std::vector<Theta>& J, std::vector<double>& f0) {
+    J.assign(n, Theta{});
+    f0.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      f0[i] = step(i, t);
+      for (int k = 0; k < kFitTerms; ++k) {
+        Theta u = t;
+        const double h = std::max(std::fabs(t[k]), scale[k]) * 1e-4;
+        u[k] += h;
+        J[i][k] = (step(i, u) - f0[i]) / h;
+      }
+    }
+  };
+  FitResult out;
+  std::vector<Theta> J;
+  std::vector<double> f0;
+  jacobian(base, J, f0);
+
+  // Which terms the runs determine: a column (relative residuals: rows / measured) that is
+  // not, within 2 %, a combination of the columns before it.
+  std::vector<std::vector<double>> basis;  // orthonormal, over runs
+  bool multi_rank = false, comm_seen = false;
+  for (size_t i = 0; i < n; ++i) multi_rank |= runs[i].run.tp * runs[i].run.pp * runs[i].run.dp > 1;
+  for (int k = 0; k < kFitTerms; ++k) {
+    std::vector<double> col(n);
+    double norm = 0;
+    for (size_t i = 0; i < n; ++i) col[i] = J[i][k] / measured[i] * std::max(std::fabs(base[k]), scale[k]), norm += col[i] * col[i];
+    norm = std::sqrt(norm);
+    if (k >= kCommAlpha && norm > 0) comm_seen = true;
+    double left = norm;
+    if (norm > 0) {
+      for (const auto& q : basis) {
+        double d = 0;
+        for (size_t i = 0; i < n; ++i) d += q[i] * col[i];
+        for (size_t i = 0; i < n; ++i) col[i] -= d * q[i];
+      }
+      left = 0;
+      for (double v : col) left += v * v;
+      left = std::sqrt(left);
+    }
+    if (norm > 0 && left > 0.02 * norm) {
+      for (double& v : col) v /= left;
+      basis.push_back(col);
+      out.determined[k] = true;
+    }
+  }
+  if (!out.determined[kEfficiency])
+    return Error{"the runs do not determine the compute efficiency", "", 0, "efficiency", "fit runs that compute"};
+  if (!out.determined[kStepOverhead])
+    out.notes.push_back("step_overhead_s kept from the catalog: every run does the same work per step relative to its "
+                        "other terms (fit runs with two global batch sizes)");
+  if (!multi_rank)
+    out.notes.push_back("comm_alpha_s and comm_beta_gb_s kept from the catalog: no multi-rank run, so no communication "
+                        "to fit (add a ddp, pipeline or tensor run)");
+  else if (!comm_seen)
+    out.notes.push_back("comm_alpha_s and comm_beta_gb_s kept from the catalog: the planner sees no exposed "
+                        "communication in these runs");
+  else if (out.determined[kCommAlpha] != out.determined[kCommBeta])
+    out.notes.push_back(std::string(out.determined[kCommAlpha] ? "comm_beta_gb_s" : "comm_alpha_s") +
+                        " kept from the catalog: the runs' transfers do not tell latency and bandwidth apart (fit "
+                        "runs whose messages differ in size and number, e.g. ddp and tensor)");
+  else if (!out.determined[kCommAlpha])
+    out.notes.push_back("comm_alpha_s and comm_beta_gb_s kept from the catalog: the runs do not tell communication "
+                        "apart from compute");
+
+  // Least squares with relative residuals and no term below 0: a few Gauss-Newton rounds,
+  // each an exact non-negative solve over every subset of the determined terms (at most 16).
+  Theta theta = base;
+  bool clamped[kFitTerms] = {};
+  for (int round = 0; round < 4; ++round) {
+    jacobian(theta, J, f0);
+    double best = std::numeric_limits<double>::infinity();
+    Theta best_theta = theta;
+    bool best_clamped[kFitTerms] = {};
+    for (int mask = 1; mask < (1 << kFitTerms); ++mask) {
+      if (!(mask & 1)) continue;  // the efficiency is always fitted
+      bool ok = true;
+      for (int k = 0; k < kFitTerms; ++k)
+        if ((mask >> k & 1) && !out.determined[k]) ok = false;
+      if (!ok) continue;
+      std::vector<int> free;
+      for (int k = 0; k < kFitTerms; ++k)
+        if (mask >> k & 1) free.push_back(k);
+      // Fixed terms: undetermined ones at the catalog's value, determined ones left out at 0.
+      Theta fixed = theta;
+      for (int k = 0; k < kFitTerms; ++k)
+        if (!(mask >> k & 1)) fixed[k] = out.determined[k] ? 0 : base[k];
+      // Residual target: measured - (f0 + J (fixed - theta)) over the free columns.
+      const size_t m = free.size();
+      std::vector<std::vector<double>> ata(m, std::vector<double>(m, 0));
+      std::vector<double> atb(m, 0), x;
+      std::vector<double> target(n);
+      for (size_t i = 0; i < n; ++i) {
+        double c0 = f0[i];
+        for (int k = 0; k < kFitTerms; ++k) c0 += J[i][k] * ((mask >> k & 1) ? -theta[k] : fixed[k] - theta[k]);
+        target[i] = measured[i] - c0;
+        const double w = 1 / measured[i];
+        for (size_t a = 0; a < m; ++a) {
+          atb[a] += w * w * J[i][free[a]] * target[i];
+          for (size_t b = 0; b < m; ++b) ata[a][b] += w * w * J[i][free[a]] * J[i][free[b]];
+        }
+      }
+      if (!solve(ata, atb, x)) continue;
+      Theta t = fixed;
+      bool nonneg = true;
+      for (size_t a = 0; a < m; ++a) {
+        t[free[a]] = x[a];
+        if (!(x[a] > 0) && !(free[a] != kEfficiency && x[a] == 0)) nonneg = false;
+      }
+      if (!nonneg) continue;
+      double rss = 0;
+      for (size_t i = 0; i < n; ++i) {
+        double pred = target[i];
+        for (size_t a = 0; a < m; ++a) pred -= J[i][free[a]] * x[a];
+        rss += pred * pred / (measured[i] * measured[i]);
+      }
+      if (rss < best) {
+        best = rss, best_theta = t;
+        for (int k = 0; k < kFitTerms; ++k) best_clamped[k] = out.determined[k] && !(mask >> k & 1);
+      }
+    }
+    if (!std::isfinite(best))
+      return Error{"no non-negative fit: the runs' step times fall as their work grows", "", 0, "metrics",
+                   "check the runs (one machine, quiet, the same threads per rank) and --skip"};
+    theta = best_theta;
+    std::copy(best_clamped, best_clamped + kFitTerms, clamped);
+  }
+  // A bandwidth clamped to "unlimited" is not a number to write: keep the catalog's, refit.
+  if (clamped[kCommBeta]) {
+    out.determined[kCommBeta] = false;
+    out.notes.push_back("comm_beta_gb_s kept from the catalog: the transfers' sizes explain none of the measured "
+                        "time (latency-bound)");
+    // One more round with beta fixed at the catalog's value.
+    Theta t = theta;
+    t[kCommBeta] = base[kCommBeta];
+    jacobian(t, J, f0);
+    std::vector<int> free;
+    for (int k = 0; k < kCommBeta; ++k)
+      if (out.determined[k] && !clamped[k]) free.push_back(k);
+    const size_t m = free.size();
+    std::vector<std::vector<double>> ata(m, std::vector<double>(m, 0));
+    std::vector<double> atb(m, 0), x;
+    for (size_t i = 0; i < n; ++i) {
+      double c0 = f0[i];
+      for (int k : free) c0 -= J[i][k] * t[k];
+      const double w = 1 / measured[i];
+      for (size_t a = 0; a < m; ++a) {
+        atb[a] += w * w * J[i][free[a]] * (measured[i] - c0);
+        for (size_t b = 0; b < m; ++b) ata[a][b] += w * w * J[i][free[a]] * J[i][free[b]];
+      }
+    }
+    if (solve(ata, atb, x)) {
+      bool ok = true;
+      for (double v : x) ok &= v >= 0;
+      if (ok && x[0] > 0)
+        for (size_t a = 0; a < m; ++a) t[free[a]] = x[a];
+    }
+    theta = t;
+  }
+  for (int k = 0; k < kFitTerms; ++k)
+    if (out.determined[k] && clamped[k] && k != kCommBeta)
+      out.notes.push_back(std::string(fit_term_key(k)) + " fitted at 0: the runs show no such cost");
+  out.fitted = with_theta(hw, theta);
+  if (!out.determined[kCommBeta] && hw.gpu.comm_beta_gb_s <= 0) out.fitted.gpu.comm_beta_gb_s = 0;  // the catalog's link
+  if (!out.determined[kCommAlpha] && hw.gpu.comm_alpha_s < 0) out.fitted.gpu.comm_alpha_s = -1;
+  if (!out.determined[kStepOverhead] && hw.gpu.step_overhead_s < 0) out.fitted.gpu.step_overhead_s = -1;
+  out.value[kEfficiency] = 1 / theta[kEfficiency];
+  out.value[kStepOverhead] = theta[kStepOverhead];
+  out.value[kCommAlpha] = theta[kCommAlpha];
+  out.value[kCommBeta] = theta[kCommBeta] > 0 ? 1 / theta[kCommBeta] : 0;
+  double sq = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double p = predict_run(runs[i].run, out.fitted).value().step_seconds;
+    out.measured_s.push_back(measured[i]);
+    out.predicted_s.push_back(p);
+    sq += (p / measured[i] - 1) * (p / measured[i] - 1);
+  }
+  out.rms_relative_error = std::sqrt(sq / n);
+  return out;
+}
+
+// SHA-256 (FIPS 180-4), for the provenance of the files a calibration read.
+std::string sha256_hex(const std::string& bytes) {
+  static const uint32_t k[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+      0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+      0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+      0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+      0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+      0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+      0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+      0xc67178f2};
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::string msg = bytes;
+  const uint64_t bits = uint64_t(bytes.size()) * 8;
+  msg += '\x80';
+  while (msg.size() % 64 != 56) msg += '\0';
+  for (int i = 7; i >= 0; --i) msg += char((bits >> (8 * i)) & 0xff);
+  auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
+  for (size_t off = 0; off < msg.size(); off += 64) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = uint32_t(uint8_t(msg[off + 4 * i])) << 24 | uint32_t(uint8_t(msg[off + 4 * i + 1])) << 16 |
+             uint32_t(uint8_t(msg[off + 4 * i + 2])) << 8 | uint32_t(uint8_t(msg[off + 4 * i + 3]));
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+  }
+  std::string out;
+  for (uint32_t v : h) out += text::format("%08x", v);
+  return out;
 }
 
 }  // namespace scaleguard

@@ -169,4 +169,135 @@ Result<Catalog> load_catalog(const std::string& path) {
   }
 }
 
+Result<bool> apply_catalog_override(Catalog& base, const std::string& path) {
+  try {
+    auto file = ini::read(path);
+    if (!file) return file.error();
+    const ini::File& f = file.value();
+    Catalog cat = base;  // edited copy: `base` stays as it was on any error
+    if (auto ok = ini::bind(f, "", 0, {}); !ok) return ok.error();
+    bool any = false;
+    for (const auto& sec : f.sections) {
+      const std::string h = header(sec);
+      // Fitted terms, shared by [gpu NAME] and [host NAME]; absent = keep the catalog's.
+      double eff = 0, overhead = -1, alpha = -1, beta = 0, rms = 0;
+      std::string sources, fitted;
+      std::vector<Field> terms = {
+          {"efficiency", Field::number, &eff, 0.001, 10, false, "achieved / peak (a host's peak is its probe rate: may exceed 1)"},
+          {"step_overhead_s", Field::number, &overhead, 0, 60, false, "seconds per optimizer step"},
+          {"comm_alpha_s", Field::number, &alpha, 0, 1, false, "seconds per collective hop or transfer"},
+          {"comm_beta_gb_s", Field::number, &beta, 1e-6, 1e6, false, "achieved GB/s rank to rank, one direction"},
+          {"sources", Field::text, &sources, 0, 0, false, "comma list of [source N] numbers"},
+          {"fitted", Field::text, &fitted, 0, 0, false, "comma list of the fitted keys"},
+          {"rms_error", Field::number, &rms, 0, 1e6, false, "root-mean-square relative error of the fit"}};
+      auto apply = [&](GpuType& g) {
+        if (eff > 0) g.efficiency = eff;
+        if (overhead >= 0) g.step_overhead_s = overhead;
+        if (alpha >= 0) g.comm_alpha_s = alpha;
+        if (beta > 0) g.comm_beta_gb_s = beta;
+        g.calibrated_by = path;
+      };
+      if (sec.kind == "calibration") {
+        if (!sec.name.empty()) return section_error(f, sec, "[calibration] takes no name", "write [calibration]");
+        std::string written, version, command, note;
+        auto ok = ini::bind(f, h, sec.line, {
+            {"written", Field::text, &written, 0, 0, false, "UTC time, e.g. 2026-12-03T22:40:00Z"},
+            {"scaleguard_version", Field::text, &version, 0, 0, false, "version of the scaleguard that fitted"},
+            {"command", Field::text, &command, 0, 0, false, "the calibrate command line"},
+            {"note", Field::text, &note, 0, 0, false, "free text"}});
+        if (!ok) return ok.error();
+      } else if (sec.kind == "source") {
+        std::string file_name, sha, layout, steps, held;
+        double measured = 0, fitted_s = 0;
+        auto ok = ini::bind(f, h, sec.line, {
+            {"file", Field::text, &file_name, 0, 0, true, "the metrics file the fit read"},
+            {"sha256", Field::text, &sha, 0, 0, true, "SHA-256 of that file, 64 hex digits"},
+            {"layout", Field::text, &layout, 0, 0, false, "the run's layout"},
+            {"steps", Field::text, &steps, 0, 0, false, "steps used"},
+            {"held_out", Field::text, &held, 0, 0, false, "yes: compared, not fitted"},
+            {"measured_step_s", Field::number, &measured, 0, 1e9, false, "median measured step"},
+            {"fitted_step_s", Field::number, &fitted_s, 0, 1e9, false, "the calibrated planner's step"}});
+        if (!ok) return ok.error();
+        if (sha.size() != 64 || sha.find_first_not_of("0123456789abcdef") != std::string::npos)
+          for (const auto& e : f.entries)
+            if (e.section == h && e.key == "sha256") return f.error_at(e, "not a SHA-256 (64 lower-case hex digits)");
+      } else if (sec.kind == "gpu") {
+        if (sec.name.empty()) return section_error(f, sec, "GPU section without a name", "write [gpu A100-80GB]");
+        auto ok = ini::bind(f, h, sec.line, terms);
+        if (!ok) return ok.error();
+        GpuType* g = nullptr;
+        for (auto& x : cat.gpus)
+          if (text::iequals(x.name, sec.name)) g = &x;
+        if (!g) {
+          std::vector<std::string> names;
+          for (const auto& x : cat.gpus) names.push_back(x.name);
+          const std::string near = text::closest(sec.name, names);
+          return section_error(f, sec, "GPU type '" + sec.name + "' is not in the catalog " + cat.path,
+                               near.empty() ? "an override calibrates GPU types the catalog has; a measured host is [host NAME]"
+                                            : "did you mean '" + near + "'?");
+        }
+        apply(*g);
+        any = true;
+      } else if (sec.kind == "host") {
+        if (sec.name.empty()) return section_error(f, sec, "host section without a name", "write [host NAME]");
+        if (cat.find_gpu(sec.name) || cat.find_instance(sec.name))
+          return section_error(f, sec, "host '" + sec.name + "' has the name of a GPU or instance type of the catalog",
+                               "rename the host (scaleguard calibrate --host-name)");
+        double peak = 0, link = 0, network = 0, memory = 64;
+        int ranks = 1;
+        std::vector<Field> fields = {
+            {"peak_gflops", Field::number, &peak, 1e-3, 1e9, true, "peak GFLOP/s per rank the efficiency refers to"},
+            {"link_gb_s", Field::number, &link, 1e-6, 1e6, true, "rank-to-rank GB/s inside the host, one direction"},
+            {"network_gb_s", Field::number, &network, 0, 1e6, false, "GB/s between hosts (default: the link's)"},
+            {"ranks_per_node", Field::integer, &ranks, 1, 4096, true, "ranks per host"},
+            {"memory_gib", Field::number, &memory, 1, 1 << 20, false, "memory per rank, GiB"}};
+        fields.insert(fields.end(), terms.begin(), terms.end());
+        auto ok = ini::bind(f, h, sec.line, fields);
+        if (!ok) return ok.error();
+        if (!(eff > 0)) return section_error(f, sec, "a host needs its efficiency", "add efficiency = ... (scaleguard calibrate --write)");
+        GpuType g;
+        g.name = sec.name;
+        g.memory_gib = memory;
+        g.tflops_fp32 = g.tflops_fp16 = g.tflops_bf16 = peak / 1e3;  // one peak for every precision
+        g.nvlink_gb_s = 2 * link;  // the planner takes NVLink as both directions together
+        apply(g);
+        Instance in;
+        in.name = sec.name;
+        in.gpu = sec.name;
+        in.gpus = ranks;
+        in.network_gbps = 8 * (network > 0 ? network : link);
+        cat.gpus.push_back(std::move(g));
+        cat.instances.push_back(std::move(in));
+        any = true;
+      } else {
+        return section_error(f, sec, "unknown section kind '" + sec.kind + "' in a catalog override",
+                             "sections are [calibration], [source N], [gpu NAME], [host NAME]");
+      }
+    }
+    if (!any) {
+      Error e;
+      e.file = path;
+      e.message = "no [gpu NAME] or [host NAME] section: the override changes nothing";
+      e.hint = "write it with scaleguard calibrate --write FILE";
+      return e;
+    }
+    cat.override_path = path;
+    base = std::move(cat);
+    return true;
+  } catch (const std::exception& ex) {
+    Error e;
+    e.file = path;
+    e.message = std::string("internal error: ") + ex.what();
+    return e;
+  }
+}
+
+Result<Catalog> load_catalog(const std::string& path, const std::string& override_path) {
+  auto cat = load_catalog(path);
+  if (!cat || override_path.empty()) return cat;
+  Catalog c = std::move(cat).value();
+  if (auto ok = apply_catalog_override(c, override_path); !ok) return ok.error();
+  return c;
+}
+
 }  // namespace scaleguard

@@ -251,7 +251,10 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
 
   const double util = hw.assume.bandwidth_utilization;
   const double intra_link = hw.gpu.nvlink_gb_s > 0 ? hw.gpu.nvlink_gb_s : hw.gpu.pcie_gb_s;
-  const double intra = intra_link / 2 * 1e9 * util;   // per direction, bytes/s
+  // A calibrated GPU type (catalog override) brings its own achieved bandwidth and latency.
+  const double intra = hw.gpu.comm_beta_gb_s > 0 ? hw.gpu.comm_beta_gb_s * 1e9    // per direction, bytes/s
+                                                 : intra_link / 2 * 1e9 * util;
+  const double alpha = std::max(0.0, hw.gpu.comm_alpha_s);  // per hop / transfer inside a node, seconds
   const double inter = hw.network_gb_s * 1e9 * util;  // per node, bytes/s
   const int g = std::min(p.gpus, gpn);                // GPUs of this job on one node
   const double act = activation_bytes(m.precision);
@@ -260,7 +263,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   // Tensor parallel: 4 all-reduces of s*b*h per layer and micro-batch (2 forward, 2
   // backward; +2 when the forward is recomputed), over NVLink, not overlapped.
   if (l.tp > 1) {
-    const double per_ar = 2.0 * (l.tp - 1) / l.tp * sbh * act / intra;
+    const double per_ar = 2.0 * (l.tp - 1) / l.tp * sbh * act / intra + 2.0 * (l.tp - 1) * alpha;
     const int n_ar = l.recompute == Recompute::full ? 6 : 4;
     p.tp_comm_seconds = double(layers_stage) * mb * n_ar * per_ar;
   }
@@ -270,7 +273,8 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   if (l.pp > 1) {
     const double bytes = sbh * act / l.tp;
     const double bw = l.tp * l.dp >= gpn ? inter / g : intra;
-    p.pp_comm_seconds = 2.0 * mb * bytes / bw * l.interleave;  // every chunk boundary is crossed
+    const double latency = bw == intra ? alpha : 0;
+    p.pp_comm_seconds = 2.0 * mb * (bytes / bw + latency) * l.interleave;  // every chunk boundary is crossed
   }
   // Data parallel: ring all-reduce 2(d-1)/d of the gradients (ZeRO-1/2: reduce-scatter +
   // all-gather, same volume; ZeRO-3 adds parameter all-gathers: 1.5x). Inside a node over
@@ -291,7 +295,8 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
     // NCCL's tree 2*log2(nodes) between nodes plus a chain inside each; it takes the faster.
     const int per_node = std::max(1, std::min(l.dp, g / l.tp));
     const int dp_nodes = (l.dp + per_node - 1) / per_node;
-    const double intra_us = a.collective_latency_intra_us, inter_us = a.collective_latency_inter_us;
+    const double intra_us = hw.gpu.comm_alpha_s >= 0 ? hw.gpu.comm_alpha_s * 1e6 : a.collective_latency_intra_us;
+    const double inter_us = a.collective_latency_inter_us;
     const double ring_us = 2.0 * ((l.dp - dp_nodes) * intra_us + (dp_nodes > 1 ? dp_nodes * inter_us : (dp_nodes - 1) * intra_us));
     const double tree_us = 2.0 * (std::ceil(std::log2(double(dp_nodes))) * inter_us + (per_node - 1) * intra_us);
     const double hop_s = std::min(ring_us, tree_us) * 1e-6;
@@ -314,7 +319,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
                                 weight_bytes(m.precision);
     p.fixed_seconds = params_gpu / (l.zero >= 1 ? l.dp : 1) * update_bytes / (hw.gpu.hbm_gb_s * 1e9);
   }
-  p.fixed_seconds += a.step_overhead_s;
+  p.fixed_seconds += hw.gpu.step_overhead_s >= 0 ? hw.gpu.step_overhead_s : a.step_overhead_s;
 
   // Bubble (p-1)/(v*m + p-1): v interleaved chunks make each fill/drain slot v times shorter.
   const double slots = double(l.interleave) * mb;

@@ -204,7 +204,8 @@ Result<int> time_key(const ini::File& f, const std::string& section, const std::
 
 }  // namespace
 
-Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const std::string& catalog_override) {
+Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const std::string& catalog_override,
+                                                  const std::string& calibration) {
   try {
     auto file = ini::read(path);
     if (!file) return file.error();
@@ -214,10 +215,12 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
     policy->rules = default_rules();
 
     // Global keys.
-    std::string catalog_path, roots, mode, trusted, shared_gres;
+    std::string catalog_path, calibration_path, roots, mode, trusted, shared_gres;
     double mtbf = 0;
     auto ok = ini::bind(f, "", 1, {
         {"catalog", ini::Field::text, &catalog_path, 0, 0, false, "path of the catalog, relative to this file"},
+        {"calibration", ini::Field::text, &calibration_path, 0, 0, false,
+         "catalog override from scaleguard calibrate --write, relative to this file"},
         {"checkpoint_roots", ini::Field::text, &roots, 0, 0, false, "comma list of directories, e.g. /scratch,/fsx"},
         {"node_mtbf_hours", ini::Field::number, &mtbf, 1, 1e7, false, "hours"},
         {"signal_before_s", ini::Field::integer, &policy->signal_before_s, 10, 86400, false, "seconds"},
@@ -259,7 +262,9 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
     std::string cat = catalog_override;
     if (cat.empty()) cat = catalog_path.empty() ? "catalog.ini" : catalog_path;
     if (catalog_override.empty() && cat.front() != '/') cat = dir_of(path) + "/" + cat;
-    auto catalog = load_catalog(cat);
+    std::string cal = calibration.empty() ? calibration_path : calibration;
+    if (calibration.empty() && !cal.empty() && cal.front() != '/') cal = dir_of(path) + "/" + cal;
+    auto catalog = load_catalog(cat, cal);
     if (!catalog) return catalog.error();
     policy->catalog = std::move(catalog).value();
 
@@ -355,6 +360,7 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
 
 std::string describe(const Policy& p) {
   std::string out = "policy " + p.path + "\ncatalog " + p.catalog.path + "\n";
+  if (!p.catalog.override_path.empty()) out += "calibration " + p.catalog.override_path + "\n";
   out += "checkpoint roots:";
   for (const auto& r : p.checkpoint_roots) out += " " + r;
   out += p.checkpoint_roots.empty() ? " (none: any directory)\n" : "\n";

@@ -82,4 +82,33 @@ Result<Calibration> calibrate(const Metrics&, const Hardware& hw, int skip);
 
 std::string to_json(const Calibration&);
 
+// The planner's step for a run's layout on `hw` (the workload and layout calibrate() uses).
+Result<Plan> predict_run(const RunInfo&, const Hardware& hw);
+// The median step time (seconds) after `skip` warm-up steps; 0 when none remain.
+double median_step_seconds(const Metrics&, int skip);
+
+// `scaleguard calibrate --write`: least squares over several runs of
+//   step = compute / efficiency + step_overhead_s + comm_alpha_s x hops + bytes / comm_beta_gb_s
+// (the planner's own evaluate(), so pipeline bubbles and overlap are the planner's), relative
+// residuals, no term below 0. A term the runs cannot determine (no multi-rank run: no
+// communication terms; one amount of work per step: no overhead; transfers all of one size:
+// latency and bandwidth not told apart) keeps the catalog's value, with a note saying why.
+enum FitTerm { kEfficiency = 0, kStepOverhead = 1, kCommAlpha = 2, kCommBeta = 3, kFitTerms = 4 };
+const char* fit_term_key(int term);  // "efficiency", "step_overhead_s", "comm_alpha_s", "comm_beta_gb_s"
+struct FitResult {
+  Hardware fitted;                 // `hw` with the fitted (and kept) terms set on its GpuType
+  bool determined[kFitTerms] = {};
+  double value[kFitTerms] = {};    // efficiency, seconds, seconds, GB/s
+  std::vector<double> measured_s, predicted_s;  // per run, median measured vs calibrated planner
+  double rms_relative_error = 0;
+  std::vector<std::string> notes;  // terms kept from the catalog and why
+};
+// `runs` with their sources (for messages). Errors: no runs, a run the planner cannot lay out,
+// no step after skip, or an efficiency the runs cannot determine.
+Result<FitResult> fit_calibration(const std::vector<Metrics>& runs, const std::vector<std::string>& sources,
+                                  const Hardware& hw, int skip);
+
+// SHA-256 of a byte string, 64 lower-case hex digits (provenance of the fitted files).
+std::string sha256_hex(const std::string& bytes);
+
 }  // namespace scaleguard

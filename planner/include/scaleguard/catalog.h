@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "scaleguard/result.h"
+
 namespace scaleguard {
 
 struct GpuType {
@@ -18,6 +20,14 @@ struct GpuType {
   double pcie_gb_s = 0;              // total bidirectional PCIe GB/s, used without NVLink
   double efficiency = 0;             // achieved / peak of the large matrix multiplies
   double hbm_gb_s = 0;               // GPU memory bandwidth, GB/s; 0 = memory-bound work not modelled
+  // Fitted on this cluster's own runs by `scaleguard calibrate --write` and layered on by a
+  // catalog override (docs/calibration.md); unset = the catalog's first-principles model.
+  double step_overhead_s = -1;       // host seconds per optimizer step; < 0 = [assumptions] step_overhead_s
+  double comm_alpha_s = -1;          // seconds per hop of a collective or per point-to-point transfer
+                                     // inside a node; < 0 = [assumptions] collective_latency_intra_us
+  double comm_beta_gb_s = 0;         // achieved rank-to-rank GB/s inside a node, one direction
+                                     // (utilization included); 0 = link x bandwidth_utilization
+  std::string calibrated_by;         // the override file that set any of the above or efficiency
   bool matches(const std::string& gres_type) const;  // name or alias, case-insensitive
 };
 
@@ -59,6 +69,7 @@ struct Assumptions {
 
 struct Catalog {
   std::string path;
+  std::string override_path;         // the calibration override layered on top ("" = none)
   Assumptions assumptions;
   std::vector<GpuType> gpus;
   std::vector<Instance> instances;
@@ -68,5 +79,14 @@ struct Catalog {
   const Instance* find_instance(const std::string& name) const;
   const ModelPreset* find_model(const std::string& name) const;
 };
+
+// A catalog override (written by `scaleguard calibrate --write`, docs/calibration.md):
+// [gpu NAME] sections set efficiency, step_overhead_s, comm_alpha_s, comm_beta_gb_s of a GPU
+// type of `cat`; [host NAME] sections add a measured host (one rank = one "GPU") as a GPU
+// type and an instance of that name; [calibration] and [source N] sections carry the
+// provenance. Errors name the file, line and key; `cat` is unchanged on error.
+Result<bool> apply_catalog_override(Catalog& cat, const std::string& override_path);
+// load_catalog(path) (decide.h), then the override when `override_path` is not empty.
+Result<Catalog> load_catalog(const std::string& path, const std::string& override_path);
 
 }  // namespace scaleguard

@@ -115,9 +115,12 @@ std::string to_json(const Decision&);
 // Policy/catalog loading (file, line, key and a fix hint in every error).
 Result<Catalog> load_catalog(const std::string& path);
 // The policy names its catalog with `catalog = PATH` (relative to the policy file);
-// catalog_override, when not empty, wins (plugstack `catalog=` argument).
+// catalog_override, when not empty, wins (plugstack `catalog=` argument). The calibration
+// override (`calibration = PATH` in the policy, relative to it; the `calibration` argument
+// wins when not empty) is layered on the catalog before partitions resolve their GPU type.
 Result<std::shared_ptr<const Policy>> load_policy(const std::string& path,
-                                                  const std::string& catalog_override = "");
+                                                  const std::string& catalog_override = "",
+                                                  const std::string& calibration = "");
 
 // Value parsers shared by the CLI and both plugins (bounded, locale-free, no exceptions).
 Result<double> parse_count(const std::string& text);      // "40B", "1.5T", "350M", "1e9"

@@ -88,7 +88,7 @@ show_sbatch() { printf '$ sbatch'; printf ' %q' "$@"; printf '\n'; }
 show_submitted() { sed -E 's/^([0-9]+)$/Submitted batch job \1/' <<<"$1"; }
 
 # --- 1 and 2 -------------------------------------------------------------------------------
-intent=(--train-model=350M --train-tokens=2.6B)
+intent=(--train-model=350M --train-tokens=1.2B)
 step "1. A 350M model asking for 8 GPUs: refused, one GPU is cheaper"
 show_sbatch --gpus=8 "${intent[@]}" --wrap true
 if msg=$(sbatch -J demo-350m --gpus=8 "${intent[@]}" --wrap true 2>&1); then
@@ -96,7 +96,7 @@ if msg=$(sbatch -J demo-350m --gpus=8 "${intent[@]}" --wrap true 2>&1); then
 fi
 say "$msg"
 say; say "The same comparison from the CLI:"
-"$build/planner/scaleguard" compare --model 350M --tokens 2.6B --instance p4d.24xlarge --gpus 8
+"$build/planner/scaleguard" compare --model 350M --tokens 1.2B --instance p4d.24xlarge --gpus 8
 
 step "2. The same training on 1 GPU: accepted"
 show_sbatch --gpus=1 --time=12:00:00 "${intent[@]}" --wrap '...'

@@ -133,7 +133,7 @@ grep -q -- '--train-model' <<<"$help" || fail "sbatch --help shows no --train-* 
 
 step "job_submit/scaleguard judges jobs"
 cd "$SCALEGUARD_DEV_DIR"
-intent=(--train-model=350M --train-tokens=2.6B)
+intent=(--train-model=350M --train-tokens=1.2B)
 if out=$(sbatch -J sg-pkg --gpus=8 "${intent[@]}" --wrap true 2>&1); then
   fail "350M on 8 GPUs was accepted: $out"
 fi

@@ -61,7 +61,7 @@ setup() {
 
 @test "a training job is accepted; its plan is in AdminComment and in the batch step's environment" {
   run as_user "$PC_TMP" sbatch --parsable -p gpu-od -o "$PC_TMP/single.out" --gpus=1 --time=1-06:00:00 \
-    --train-model=350M --train-tokens=2.6B \
+    --train-model=350M --train-tokens=1.2B \
     --wrap 'echo strategy=$SCALEGUARD_STRATEGY gpus=$SCALEGUARD_GPUS nodes=$SCALEGUARD_NODES'
   assert_success
   job_id=$(parsed_job_id)

@@ -33,7 +33,7 @@ setup() {
 }
 
 # The seed scenario: a 350M-parameter model, tokens chosen so one GPU needs about 11 hours.
-intent=(--train-model=350M --train-tokens=2.6B)
+intent=(--train-model=350M --train-tokens=1.2B)
 
 @test "350M on 8 GPUs is refused with the single-GPU cost comparison" {
   require_spank

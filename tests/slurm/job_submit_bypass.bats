@@ -61,7 +61,7 @@ forged_sbatch() {
 
 @test "intent forged by a user's own SPANK plugin is judged like the real options" {
   forge train_model 350M
-  forge train_tokens 2.6B
+  forge train_tokens 1.2B
   run forged_sbatch --gpus=8 --wrap true
   assert_failure
   assert_output --regexp 'single GPU .* vs 8 GPUs .*: use 1 GPU'
@@ -74,7 +74,7 @@ forged_sbatch() {
 
 @test "forged plan variables in the spank env do not replace the controller's plan" {
   forge train_model 350M
-  forge train_tokens 2.6B
+  forge train_tokens 1.2B
   printf 'hybrid' > "$FORGE_SPANK_DIR/SCALEGUARD_STRATEGY"
   printf '64' > "$FORGE_SPANK_DIR/SCALEGUARD_GPUS"
   run forged_sbatch --parsable -o "$BP_TMP/plan.out" --gpus=1 --time=12:00:00 \
@@ -91,7 +91,7 @@ forged_sbatch() {
 
 @test "intent forged through sbatch --export or the environment is judged" {
   run sbatch -J sg-bp --gpus=8 \
-    --export=ALL,_SLURM_SPANK_OPTION_scaleguard_train_model=350M,_SLURM_SPANK_OPTION_scaleguard_train_tokens=2.6B \
+    --export=ALL,_SLURM_SPANK_OPTION_scaleguard_train_model=350M,_SLURM_SPANK_OPTION_scaleguard_train_tokens=1.2B \
     --wrap true
   assert_failure
   assert_output --regexp '350M .*use 1 GPU'

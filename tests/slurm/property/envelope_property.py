@@ -319,12 +319,12 @@ def job_envelope(records, cluster):
 
 NODES = ["gpu-st-p4d-1", "gpu-st-p4d-2"]
 INTENTS = [
-    ["--train-model=350M", "--train-tokens=2.6B"],
+    ["--train-model=350M", "--train-tokens=1.2B"],
     ["--train-model=1.3B", "--train-tokens=26B"],
     ["--train-model=7B", "--train-tokens=40B"],
     ["--train-model=125M", "--train-tokens=1B"],
     ["--train-model=350M", "--train-single-gpu-hours=200"],
-    ["--train-model=350M", "--train-tokens=2.6B", "--train-deadline=2"],
+    ["--train-model=350M", "--train-tokens=1.2B", "--train-deadline=2"],
     ["--train-model=1.3B", "--train-tokens=26B", "--train-strategy=ddp"],
 ]
 

@@ -28,7 +28,13 @@ po::options_description train_options(Config& c) {
     ("n-embd", po::value(&c.n_embd)->default_value(c.n_embd), "embedding width C")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "MLP hidden width")
     ("untied-head", po::value(&c.untied_head)->default_value(c.untied_head)->implicit_value(true),
-     "GPT: own output head instead of the token embedding");
+     "GPT: own output head instead of the token embedding")
+    ("precision", po::value(&c.precision)->default_value(c.precision),
+     "fp32 | bf16: bf16 forward and backward with fp32 master weights, gradients and AdamW state "
+     "(what the planner's memory model assumes)")
+    ("recompute", po::value(&c.recompute)->default_value(c.recompute),
+     "activation recompute: none | selective (attention scores/softmax redone in backward) | full (each GPT "
+     "block redone in backward from its input); the plan exports SCALEGUARD_RECOMPUTE");
   po::options_description data("Data");
   data.add_options()
     ("data", po::value(&c.data)->default_value(c.data),
@@ -239,6 +245,9 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
   require(cfg.tp >= 1 && cfg.pp >= 1 && cfg.dp >= 0 && cfg.zero >= 0 && cfg.micro_batches >= 0,
           "tp >= 1, pp >= 1, dp >= 0, zero >= 0, micro-batches >= 0");
   require(cfg.schedule == "1f1b" || cfg.schedule == "gpipe", "schedule must be 1f1b or gpipe, not '" + cfg.schedule + "'");
+  require(cfg.precision == "fp32" || cfg.precision == "bf16", "precision must be fp32 or bf16, not '" + cfg.precision + "'");
+  require(cfg.recompute == "none" || cfg.recompute == "selective" || cfg.recompute == "full",
+          "recompute must be none, selective or full, not '" + cfg.recompute + "'");
   require(cfg.ckpt_keep >= 0 && cfg.ckpt_interval_s >= 0 && cfg.ckpt_mtbf_hours >= 0,
           "ckpt-keep >= 0, ckpt-interval-s >= 0, ckpt-mtbf-hours >= 0");
   require(cfg.ckpt_on_error == "stop" || cfg.ckpt_on_error == "continue",

@@ -25,6 +25,9 @@ struct Config {
   int64_t n_embd = 64;             // C
   int64_t hidden = 512;            // MLP hidden width
   bool untied_head = false;        // GPT: separate output head instead of wte^T
+  // precision and memory (the plan's memory model: bf16 with fp32 masters, its recompute)
+  std::string precision = "fp32";  // fp32 | bf16 (mixed: bf16 compute, fp32 masters and optimizer state)
+  std::string recompute = "none";  // none | selective (attention core) | full (every block); SCALEGUARD_RECOMPUTE
   // data
   std::string data;                // token file: prep's, llm.c's (.bin) or a raw u16/u32 array
   std::string data_format = "auto";  // auto | sg | llmc | u16 | u32 (tokens.h)

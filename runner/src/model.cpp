@@ -6,6 +6,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/utils.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/version.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <xxhash.h>
 
@@ -44,9 +47,51 @@ void initialise(const Config& c, LanguageModel& m) {
   }
 }
 
+// The working dtype of a master parameter for activations `like`: the fp32 master itself
+// under fp32, a bf16 copy (autograd sends the gradient back to the fp32 master) under bf16.
+at::Tensor as_compute(const at::Tensor& t, const at::Tensor& like) {
+  return t.scalar_type() == like.scalar_type() ? t : t.to(like.scalar_type());
+}
+
+// nn::LayerNorm's forward with its fp32 parameters cast to the activations' dtype (the
+// same call as LayerNormImpl::forward under fp32).
+at::Tensor layer_norm(const nn::LayerNorm& ln, const at::Tensor& x) {
+  return at::layer_norm(x, ln->options.normalized_shape(), as_compute(ln->weight, x), as_compute(ln->bias, x),
+                        ln->options.eps());
+}
+
+enum class Recompute { kNone, kSelective, kFull };
+
+Recompute parse_recompute(const std::string& s) {
+  if (s == "selective") return Recompute::kSelective;
+  if (s == "full") return Recompute::kFull;
+  return Recompute::kNone;
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+template <class T>
+int64_t ptr_as_int(T* p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
+template <class T>
+T* int_as_ptr(const c10::IValue& v) { return reinterpret_cast<T*>(static_cast<intptr_t>(v.toInt())); }
+
+class CausalSelfAttention;
+
+// Selective recompute (Megatron's): the attention core -- scores, mask, softmax, weighted
+// sum -- keeps only q, k, v (which the qkv projection's backward needs anyway) and redoes
+// the (B, H, T, T) scores and probabilities in backward. The same ops on the same inputs:
+// gradients bit-identical to keeping them.
+struct AttentionCoreRecompute : torch::autograd::Function<AttentionCoreRecompute> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            CausalSelfAttention* attn);
+  static variable_list backward(AutogradContext* ctx, variable_list grads);
+};
+
 class CausalSelfAttention : public nn::Module {
  public:
-  CausalSelfAttention(int64_t C, int64_t H, int64_t T, TpGroup* tp) : n_head_(H / tp->size()) {
+  CausalSelfAttention(int64_t C, int64_t H, int64_t T, TpGroup* tp, Recompute rc)
+      : n_head_(H / tp->size()), selective_(rc == Recompute::kSelective) {
     // Fused q|k|v, column-parallel by heads: each rank holds its heads' rows of q, k and v.
     qkv = register_module("qkv", std::make_shared<ParallelLinear>(C, 3 * C, Split::kColumn, tp, 3));
     proj = register_module("proj", std::make_shared<ParallelLinear>(C, C, Split::kRow, tp));
@@ -59,18 +104,55 @@ class CausalSelfAttention : public nn::Module {
     auto q = qkv3[0].view({B, T, n_head_, D}).transpose(1, 2);          // (B, H, T, D)
     auto k = qkv3[1].view({B, T, n_head_, D}).transpose(1, 2);
     auto v = qkv3[2].view({B, T, n_head_, D}).transpose(1, 2);
-    auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, T)
-    att = att.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T), -INFINITY).softmax(-1);
-    auto y = at::matmul(att, v);                                        // (B, H, T, D)
+    auto y = selective_ && at::GradMode::is_enabled() ? AttentionCoreRecompute::apply(q, k, v, this)
+                                                      : core(q, k, v);  // (B, H, T, D)
     y = y.transpose(1, 2).contiguous().view({B, T, C});                 // (B, T, C)
     return proj->forward(y);                                            // (B, T, C) global C
+  }
+  // softmax(q k^T / sqrt(D) + causal mask) v: (B, H, T, D) each -> (B, H, T, D).
+  at::Tensor core(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
+    const int64_t T = q.size(2), D = q.size(3);
+#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
+    // LibTorch >= 2.0: the fused kernel (flash / memory-efficient on GPUs) never holds the
+    // (B, H, T, T) scores. Causal masking by is_causal equals the triu mask below.
+    (void)T, (void)D;
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+#else
+    // LibTorch 1.13: no fused attention; the scores are materialised (selective recompute
+    // keeps them out of the saved activations).
+    auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, T)
+    att = att.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T), -INFINITY).softmax(-1);
+    return at::matmul(att, v);                                          // (B, H, T, D)
+#endif
   }
   std::shared_ptr<ParallelLinear> qkv, proj;
 
  private:
   int64_t n_head_;
+  bool selective_;
   at::Tensor mask_;
 };
+
+at::Tensor AttentionCoreRecompute::forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                                           const at::Tensor& v, CausalSelfAttention* attn) {
+  ctx->saved_data["attn"] = ptr_as_int(attn);
+  ctx->save_for_backward({q, k, v});
+  return attn->core(q, k, v);  // grad mode is off inside a custom Function's forward
+}
+
+variable_list AttentionCoreRecompute::backward(AutogradContext* ctx, variable_list grads) {
+  auto* attn = int_as_ptr<CausalSelfAttention>(ctx->saved_data["attn"]);
+  variable_list saved = ctx->get_saved_variables();
+  variable_list in;
+  for (const auto& t : saved) in.push_back(t.detach().requires_grad_(true));  // same strides as in forward
+  at::Tensor y;
+  {
+    at::AutoGradMode grad(true);
+    y = attn->core(in[0], in[1], in[2]);
+  }
+  variable_list g = torch::autograd::grad({y}, in, {grads[0]});
+  return {g[0], g[1], g[2], at::Tensor()};
+}
 
 class Mlp : public nn::Module {
  public:
@@ -84,15 +166,15 @@ class Mlp : public nn::Module {
 
 class Block : public nn::Module {
  public:
-  Block(int64_t C, int64_t H, int64_t T, TpGroup* tp) {
+  Block(int64_t C, int64_t H, int64_t T, TpGroup* tp, Recompute rc) {
     ln1_ = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({C})));
-    attn = register_module("attn", std::make_shared<CausalSelfAttention>(C, H, T, tp));
+    attn = register_module("attn", std::make_shared<CausalSelfAttention>(C, H, T, tp, rc));
     ln2_ = register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({C})));
     mlp = register_module("mlp", std::make_shared<Mlp>(C, tp));
   }
   at::Tensor forward(at::Tensor x) {  // (B, T, C) -> (B, T, C), pre-norm residual
-    x = x + attn->forward(ln1_->forward(x));
-    return x + mlp->forward(ln2_->forward(x));
+    x = x + attn->forward(layer_norm(ln1_, x));
+    return x + mlp->forward(layer_norm(ln2_, x));
   }
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<Mlp> mlp;
@@ -101,16 +183,42 @@ class Block : public nn::Module {
   nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
 };
 
+// Full recompute (activation checkpointing): a block keeps only its input; backward runs
+// the block's forward again under grad and back-propagates through that graph (a nested,
+// reentrant backward: the parameters' gradients accumulate into their flat buckets and fire
+// the data-parallel hooks as usual). The model has no dropout, so the rerun is the same
+// computation and the gradients are bit-identical to keeping every activation.
+struct BlockRecompute : torch::autograd::Function<BlockRecompute> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Block* block) {
+    ctx->saved_data["block"] = ptr_as_int(block);
+    ctx->save_for_backward({x});
+    return block->forward(x);  // no graph: grad mode is off here
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto* block = int_as_ptr<Block>(ctx->saved_data["block"]);
+    at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    at::Tensor y;
+    {
+      at::AutoGradMode grad(true);
+      y = block->forward(x);
+    }
+    torch::autograd::backward({y}, {grads[0]});
+    return {x.grad(), at::Tensor()};
+  }
+};
+
 class Gpt : public LanguageModel {
  public:
-  Gpt(const Config& c, const ModelPart& part) : part_(part), tp_(part.tp_group) {
+  Gpt(const Config& c, const ModelPart& part)
+      : part_(part), tp_(part.tp_group), compute_(c.precision == "bf16" ? at::kBFloat16 : at::kFloat),
+        recompute_(parse_recompute(c.recompute)) {
     tied_copy_ = part.has_head && !part.has_embedding && !c.untied_head;
     if (part.has_embedding || tied_copy_) wte_ = register_module("wte", nn::Embedding(c.vocab_size, c.n_embd));
     if (part.has_embedding) wpe_ = register_module("wpe", nn::Embedding(c.seq_len, c.n_embd));
     // A plain module, not a ModuleList: children are named by their global block number.
     auto blocks = register_module("blocks", std::make_shared<nn::Module>());
     for (int64_t i = part_.first_block; i < part_.end_block; ++i)
-      blocks_.push_back(blocks->register_module(std::to_string(i), std::make_shared<Block>(c.n_embd, c.n_head, c.seq_len, &tp_)));
+      blocks_.push_back(blocks->register_module(std::to_string(i), std::make_shared<Block>(c.n_embd, c.n_head, c.seq_len, &tp_, recompute_)));
     if (part.has_head) {
       ln_f_ = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.n_embd})));
       if (c.untied_head) head_ = register_module("head", nn::Linear(nn::LinearOptions(c.n_embd, c.vocab_size).bias(false)));
@@ -122,15 +230,19 @@ class Gpt : public LanguageModel {
       }
   }
   at::Tensor forward(const at::Tensor& input) override {
-    at::Tensor x = input;                                                // (B, T, C) from the previous stage
-    if (part_.has_embedding) {                                           // input: idx (B, T)
+    // Activations in the compute dtype (bf16 under --precision bf16); the embedding lookup
+    // and the stage-to-stage tensors stay fp32 (the pipeline sends fp32), logits are bf16.
+    at::Tensor x;                                                        // (B, T, C)
+    if (!part_.has_embedding) x = input.to(compute_);                    // from the previous stage
+    else {                                           // input: idx (B, T)
       auto pos = at::arange(input.size(1), input.options());             // (T)
-      x = wte_->forward(input) + wpe_->forward(pos);                     // (B, T, C)
+      x = (wte_->forward(input) + wpe_->forward(pos)).to(compute_);      // (B, T, C)
     }
-    for (const auto& b : blocks_) x = b->forward(x);
-    if (!part_.has_head) return x;
-    x = ln_f_->forward(x);
-    return head_ ? head_->forward(x) : at::linear(x, wte_->weight);     // (B, T, V)
+    const bool full = recompute_ == Recompute::kFull && at::GradMode::is_enabled();
+    for (const auto& b : blocks_) x = full ? BlockRecompute::apply(x, b.get()) : b->forward(x);
+    if (!part_.has_head) return x.to(at::kFloat);
+    x = layer_norm(ln_f_, x);
+    return head_ ? at::linear(x, as_compute(head_->weight, x)) : at::linear(x, as_compute(wte_->weight, x));  // (B, T, V)
   }
   bool predicts_every_position() const override { return true; }
   bool has_head() const override { return part_.has_head; }
@@ -148,6 +260,8 @@ class Gpt : public LanguageModel {
  private:
   ModelPart part_;
   TpGroup tp_;  // before the blocks: they keep a pointer to it
+  at::ScalarType compute_;
+  Recompute recompute_;
   bool tied_copy_ = false;
   nn::Embedding wte_{nullptr}, wpe_{nullptr};
   std::vector<std::shared_ptr<Block>> blocks_;
@@ -180,7 +294,7 @@ class MlpModel : public LanguageModel {
 
 at::Tensor LanguageModel::loss(const at::Tensor& input, const at::Tensor& targets) {
   if (!has_head()) throw RunError("loss() needs the model part with the head (the last pipeline stage)");
-  auto logits = forward(input);
+  auto logits = forward(input).to(at::kFloat);  // the loss in fp32 (bf16 logits under --precision bf16)
   return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 

@@ -25,7 +25,14 @@ TpGroup* as_group(AutogradContext* ctx) {
   return reinterpret_cast<TpGroup*>(static_cast<intptr_t>(ctx->saved_data["group"].toInt()));
 }
 
+// Reduced in fp32 whatever the activations' dtype: the MPI backend has no bf16 sum, and a
+// bf16 partial sum would round once per rank (bf16 activations come back as bf16).
 at::Tensor summed(TpGroup* group, const at::Tensor& t) {
+  if (t.scalar_type() != at::kFloat) {
+    at::Tensor out = t.to(at::kFloat).contiguous();
+    group->all_reduce(out);
+    return out.to(t.scalar_type());
+  }
   at::Tensor out = t.contiguous().clone();
   group->all_reduce(out);
   return out;
@@ -108,9 +115,14 @@ ParallelLinear::ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* gr
 }
 
 at::Tensor ParallelLinear::forward(const at::Tensor& x) {
-  if (group_->size() == 1 || split_ == Split::kNone) return at::linear(x, weight_, bias_);
-  if (split_ == Split::kColumn) return at::linear(group_->f(x), weight_, bias_);
-  return group_->g(at::linear(x, weight_)) + bias_;  // the bias once, after the sum
+  // Mixed precision: the fp32 master weights cast to the activations' dtype (bf16) for this
+  // use; autograd casts their gradients back, so .grad (the flat bucket) stays fp32.
+  const at::ScalarType dt = x.scalar_type();
+  const at::Tensor w = weight_.scalar_type() == dt ? weight_ : weight_.to(dt);
+  const at::Tensor b = bias_.scalar_type() == dt ? bias_ : bias_.to(dt);
+  if (group_->size() == 1 || split_ == Split::kNone) return at::linear(x, w, b);
+  if (split_ == Split::kColumn) return at::linear(group_->f(x), w, b);
+  return group_->g(at::linear(x, w)) + b;  // the bias once, after the sum
 }
 
 Slice ParallelLinear::weight_slice() const {

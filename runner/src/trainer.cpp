@@ -69,6 +69,10 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
   if (launch_.rank == 0)
     std::fprintf(stderr, "scaleguard-run: tp=%d%s: optimizer state %lld bytes per rank\n", grid_.tp,
                  cfg.zero >= 1 ? ", ZeRO-1 (sharded over dp)" : "", static_cast<long long>(optim_->state_bytes()));
+  if (launch_.rank == 0)
+    std::fprintf(stderr, "scaleguard-run: precision %s%s, recompute %s\n", cfg.precision.c_str(),
+                 cfg.precision == "bf16" ? " (bf16 forward/backward; fp32 master weights, gradients and AdamW state)" : "",
+                 cfg.recompute.c_str());
   if (launch_.rank == 0) {
     int64_t n = 0;
     for (const auto& p : layout_->params()) n += p.numel;

@@ -3,9 +3,11 @@
 # that runs SchedMD's Slurm VERSION built from source, with the plugins built against its
 # headers. The CLI and runner come from this build tree (they do not link Slurm).
 #
-#   live.sh VERSION WORK_DIR BUILD_DIR
+#   live.sh VERSION WORK_DIR BUILD_DIR [PLUGIN_BUILD_DIR]
 #
-# WORK_DIR holds the plugin build, a folder with the two .so files and the cluster's state.
+# WORK_DIR holds a folder with the two .so files and the cluster's state; the plugins are
+# built in PLUGIN_BUILD_DIR (default WORK_DIR/plugins-build; ctest passes the compile check's,
+# so they are not built twice).
 # Exit 77 (ctest SKIP) when the release's tarball is absent: slurm-release says why.
 # Accounting is off (the release is built without MySQL): accounting.bats skips, and says so.
 set -uo pipefail
@@ -15,12 +17,13 @@ release=$source_dir/scripts/slurm-release
 version=${1:?usage: live.sh VERSION WORK_DIR BUILD_DIR}
 work=${2:?usage: live.sh VERSION WORK_DIR BUILD_DIR}
 build=${3:?usage: live.sh VERSION WORK_DIR BUILD_DIR}
+plugin_build=${4:-$work/plugins-build}
 say() { echo "live $version: $*" >&2; }
 
 t0=$SECONDS
 prefix=$("$release" build "$version") || exit $?
 say "Slurm $version ready in $((SECONDS - t0)) s ($prefix)"
-sos=$("$release" plugins "$version" "$work/plugins-build") || exit $?
+sos=$("$release" plugins "$version" "$plugin_build") || exit $?
 rm -rf "$work/plugins"; mkdir -p "$work/plugins"
 # shellcheck disable=SC2086
 ln -s $sos "$work/plugins/"

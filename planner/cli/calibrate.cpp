@@ -143,9 +143,16 @@ int write_calibration(const std::vector<Metrics>& runs, const Hardware& hw, cons
     std::fprintf(stderr, "scaleguard calibrate: %s exists; pass --force to replace it\n", ws.out.c_str());
     return 1;
   }
-  auto fit = fit_calibration(runs, ws.paths, hw, ws.skip);
+  auto fit = fit_calibration(runs, ws.paths, hw, ws.skip, ws.host);
   if (!fit) return print_error("calibrate", fit.error()), 1;
   const FitResult& f = fit.value();
+  if (!(f.value[kEfficiency] >= 0.001 && f.value[kEfficiency] <= 1000)) {
+    std::fprintf(stderr,
+                 "scaleguard calibrate: the fitted efficiency %.3g of %s's peak is outside 0.001-1000: are the runs "
+                 "from this hardware (a CPU run against a GPU type)? Nothing written\n",
+                 f.value[kEfficiency], hw.gpu.name.c_str());
+    return 1;
+  }
   std::string name = hw.gpu.name;
   if (ws.host) {
     name = ws.host_name;
@@ -194,6 +201,7 @@ int write_calibration(const std::vector<Metrics>& runs, const Hardware& hw, cons
     text += "peak_gflops = " + num(ws.peak_gflops) + "\nlink_gb_s = " + num(link) + "\n";
     if (hw.network_gb_s > 0 && hw.network_gb_s != link) text += "network_gb_s = " + num(hw.network_gb_s) + "\n";
     text += fmt("ranks_per_node = %d\n", rpn) + "memory_gib = " + num(std::max(1.0, mem_gib)) + "\n";
+    if (f.cores_determined) text += "cores = " + num(f.cores) + "\n";
   } else {
     text += "[gpu " + name + "]\n";
   }
@@ -201,6 +209,7 @@ int write_calibration(const std::vector<Metrics>& runs, const Hardware& hw, cons
   if (f.determined[kStepOverhead]) text += "step_overhead_s = " + num(f.value[kStepOverhead]) + "\n";
   if (f.determined[kCommAlpha]) text += "comm_alpha_s = " + num(f.value[kCommAlpha]) + "\n";
   if (f.determined[kCommBeta]) text += "comm_beta_gb_s = " + num(f.value[kCommBeta]) + "\n";
+  if (f.cores_determined) fitted += ",cores";
   text += "fitted = " + fitted + "\nsources = " + sources + "\nrms_error = " + num(f.rms_relative_error) + "\n";
 
   // What we write must load: layer it on the catalog it was fitted against before keeping it.
@@ -248,6 +257,7 @@ int write_calibration(const std::vector<Metrics>& runs, const Hardware& hw, cons
   std::printf("  step_overhead_s  %s%s\n", num(f.value[kStepOverhead]).c_str(), f.determined[kStepOverhead] ? "" : "  (catalog's)");
   std::printf("  comm_alpha_s     %s%s\n", num(f.value[kCommAlpha]).c_str(), f.determined[kCommAlpha] ? "" : "  (catalog's)");
   std::printf("  comm_beta_gb_s   %s%s\n", num(f.value[kCommBeta]).c_str(), f.determined[kCommBeta] ? "" : "  (catalog's)");
+  if (ws.host) std::printf("  cores            %s\n", f.cores_determined ? num(f.cores).c_str() : "- (not shared)");
   std::printf("  rms error        %.1f%%\n", 100 * f.rms_relative_error);
   for (const auto& n : f.notes) std::printf("note: %s\n", n.c_str());
   return 0;

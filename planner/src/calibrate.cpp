@@ -436,8 +436,9 @@ bool solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vecto
 }
 }  // namespace
 
-Result<FitResult> fit_calibration(const std::vector<Metrics>& runs, const std::vector<std::string>& sources,
-                                  const Hardware& hw, int skip) {
+namespace {
+Result<FitResult> fit_linear(const std::vector<Metrics>& runs, const std::vector<std::string>& sources,
+                             const Hardware& hw, int skip) {
   if (runs.empty()) return Error{"no runs to fit", "", 0, "metrics", "pass --metrics FILE, once per run"};
   const size_t n = runs.size();
   std::vector<double> measured(n);
@@ -635,6 +636,50 @@ Result<FitResult> fit_calibration(const std::vector<Metrics>& runs, const std::v
     sq += (p / measured[i] - 1) * (p / measured[i] - 1);
   }
   out.rms_relative_error = std::sqrt(sq / n);
+  return out;
+}
+}  // namespace
+
+Result<FitResult> fit_calibration(const std::vector<Metrics>& runs, const std::vector<std::string>& sources,
+                                  const Hardware& hw, int skip, bool fit_cores) {
+  int lo = 1 << 30, hi = 0;
+  for (const auto& m : runs) {
+    const int ranks = std::min(m.run.tp * m.run.pp * m.run.dp, std::max(1, hw.gpus_per_node));
+    lo = std::min(lo, ranks), hi = std::max(hi, ranks);
+  }
+  if (!fit_cores) return fit_linear(runs, sources, hw, skip);
+  if (hi <= lo) {
+    auto f = fit_linear(runs, sources, hw, skip);
+    if (f) f.value().notes.push_back("cores not fitted: every run has the same number of ranks per host");
+    return f;
+  }
+  // The step is not linear in the cores: a search over them (log grid from 1 to the most
+  // ranks, then a finer one around the best), the linear fit inside. Cores at or above the most ranks any run had
+  // mean "not shared" (the same as 0).
+  Result<FitResult> best = fit_linear(runs, sources, hw, skip);  // not shared
+  if (!best) return best;
+  double best_c = 0;
+  auto consider = [&](double c) {
+    Hardware h = hw;
+    h.gpu.cores = c;
+    auto f = fit_linear(runs, sources, h, skip);
+    if (f && f.value().rms_relative_error < best.value().rms_relative_error - 1e-12) best = f, best_c = c;
+  };
+  // At least one core: below it, every rank would be slowed alike, which is the efficiency.
+  for (int i = 0; i <= 40; ++i) consider(std::pow(double(hi), i / 40.0));
+  if (best_c > 0) {
+    const double c0 = best_c;
+    for (int i = -10; i <= 10; ++i) consider(std::max(1.0, c0 * std::pow(1.04, i / 2.0)));
+  }
+  FitResult out = best.value();
+  if (best_c > 0 && best_c < hi) {
+    out.cores_determined = true;
+    out.cores = best_c;
+    out.fitted.gpu.cores = best_c;
+  } else {
+    out.fitted.gpu.cores = 0;
+    out.notes.push_back("cores not fitted: the runs show no slowdown from ranks sharing the host");
+  }
   return out;
 }
 

@@ -183,7 +183,7 @@ Result<bool> apply_catalog_override(Catalog& base, const std::string& path) {
       double eff = 0, overhead = -1, alpha = -1, beta = 0, rms = 0;
       std::string sources, fitted;
       std::vector<Field> terms = {
-          {"efficiency", Field::number, &eff, 0.001, 10, false, "achieved / peak (a host's peak is its probe rate: may exceed 1)"},
+          {"efficiency", Field::number, &eff, 0.001, 1000, false, "achieved / peak (a host's peak is its probe rate: may exceed 1)"},
           {"step_overhead_s", Field::number, &overhead, 0, 60, false, "seconds per optimizer step"},
           {"comm_alpha_s", Field::number, &alpha, 0, 1, false, "seconds per collective hop or transfer"},
           {"comm_beta_gb_s", Field::number, &beta, 1e-6, 1e6, false, "achieved GB/s rank to rank, one direction"},
@@ -243,14 +243,15 @@ Result<bool> apply_catalog_override(Catalog& base, const std::string& path) {
         if (cat.find_gpu(sec.name) || cat.find_instance(sec.name))
           return section_error(f, sec, "host '" + sec.name + "' has the name of a GPU or instance type of the catalog",
                                "rename the host (scaleguard calibrate --host-name)");
-        double peak = 0, link = 0, network = 0, memory = 64;
+        double peak = 0, link = 0, network = 0, memory = 64, cores = 0;
         int ranks = 1;
         std::vector<Field> fields = {
             {"peak_gflops", Field::number, &peak, 1e-3, 1e9, true, "peak GFLOP/s per rank the efficiency refers to"},
             {"link_gb_s", Field::number, &link, 1e-6, 1e6, true, "rank-to-rank GB/s inside the host, one direction"},
             {"network_gb_s", Field::number, &network, 0, 1e6, false, "GB/s between hosts (default: the link's)"},
             {"ranks_per_node", Field::integer, &ranks, 1, 4096, true, "ranks per host"},
-            {"memory_gib", Field::number, &memory, 1, 1 << 20, false, "memory per rank, GiB"}};
+            {"memory_gib", Field::number, &memory, 1, 1 << 20, false, "memory per rank, GiB"},
+            {"cores", Field::number, &cores, 0.01, 1e5, false, "cores the ranks share (fitted); absent = one per rank"}};
         fields.insert(fields.end(), terms.begin(), terms.end());
         auto ok = ini::bind(f, h, sec.line, fields);
         if (!ok) return ok.error();
@@ -260,6 +261,7 @@ Result<bool> apply_catalog_override(Catalog& base, const std::string& path) {
         g.memory_gib = memory;
         g.tflops_fp32 = g.tflops_fp16 = g.tflops_bf16 = peak / 1e3;  // one peak for every precision
         g.nvlink_gb_s = 2 * link;  // the planner takes NVLink as both directions together
+        g.cores = cores;
         apply(g);
         Instance in;
         in.name = sec.name;

@@ -204,7 +204,10 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   p.fits = valid && p.memory.total() <= hw.gpu.memory_gib * kGiB;
 
   const double peak = peak_tflops(hw.gpu, m.precision);
-  const double rate = peak * 1e12 * hw.gpu.efficiency;  // FLOP/s per GPU on large matrix multiplies
+  // A measured host's ranks share its cores (catalog override, docs/calibration.md).
+  const double ranks_here = std::min(p.gpus, gpn);
+  const double share = hw.gpu.cores > 0 ? std::min(1.0, hw.gpu.cores / ranks_here) : 1.0;
+  const double rate = peak * 1e12 * hw.gpu.efficiency * share;  // FLOP/s per GPU on large matrix multiplies
   const double tokens_step = double(p.global_batch) * m.seq;
   const double model_flops = model_flops_per_token(m) * tokens_step;
   // Recompute repeats forward work: full = the whole forward (2P + the attention core's

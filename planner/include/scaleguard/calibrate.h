@@ -102,11 +102,15 @@ struct FitResult {
   std::vector<double> measured_s, predicted_s;  // per run, median measured vs calibrated planner
   double rms_relative_error = 0;
   std::vector<std::string> notes;  // terms kept from the catalog and why
+  bool cores_determined = false;   // fit_cores: the host's shared cores (GpuType::cores)
+  double cores = 0;
 };
 // `runs` with their sources (for messages). Errors: no runs, a run the planner cannot lay out,
 // no step after skip, or an efficiency the runs cannot determine.
+// fit_cores (a measured host): also the cores the ranks share, searched in one dimension
+// around the linear fit; it needs runs with different ranks per host.
 Result<FitResult> fit_calibration(const std::vector<Metrics>& runs, const std::vector<std::string>& sources,
-                                  const Hardware& hw, int skip);
+                                  const Hardware& hw, int skip, bool fit_cores = false);
 
 // SHA-256 of a byte string, 64 lower-case hex digits (provenance of the fitted files).
 std::string sha256_hex(const std::string& bytes);

@@ -27,6 +27,9 @@ struct GpuType {
                                      // inside a node; < 0 = [assumptions] collective_latency_intra_us
   double comm_beta_gb_s = 0;         // achieved rank-to-rank GB/s inside a node, one direction
                                      // (utilization included); 0 = link x bandwidth_utilization
+  double cores = 0;                  // a measured host ([host NAME]): cores its ranks share; ranks beyond
+                                     // them (oversubscribed, or a busy machine) compute at cores/ranks
+                                     // of the rate each; 0 = one "GPU" per rank, never shared
   std::string calibrated_by;         // the override file that set any of the above or efficiency
   bool matches(const std::string& gres_type) const;  // name or alias, case-insensitive
 };

@@ -280,3 +280,15 @@ TEST(CatalogOverride, RefusesBadFiles) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().file, "/nonexistent/cal.ini");
 }
+
+TEST(CatalogOverride, TheShippedSampleLoads) {
+  auto cat = load_catalog(test::catalog_file(), test::source("configs/calibration-devvm.ini"));
+  ASSERT_TRUE(cat.ok()) << cat.error().str();
+  const GpuType* host = cat.value().find_gpu("devvm");
+  ASSERT_NE(host, nullptr);
+  EXPECT_GT(host->efficiency, 0);
+  EXPECT_GE(host->step_overhead_s, 0);
+  EXPECT_GE(host->comm_alpha_s, 0);
+  EXPECT_GT(host->comm_beta_gb_s, 0);
+  EXPECT_NE(cat.value().find_instance("devvm"), nullptr);
+}

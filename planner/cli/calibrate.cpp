@@ -421,7 +421,7 @@ int run(int argc, char** argv) {
     std::printf("implied bandwidth_utilization: %.3g  (catalog [assumptions]; now %.2f)\n",
                 c.implied_bandwidth_utilization, hw.assume.bandwidth_utilization);
   for (const auto& n : c.notes) std::printf("note: %s\n", n.c_str());
-  if (which != "host" && r.device == "cpu")
+  if (which != "host" && r.device == "cpu" && hw.gpu.calibrated_by.empty())
     std::printf("note: the run trained on CPU ranks but is compared with %s GPUs\n", hw.gpu.name.c_str());
   return 0;
 }

@@ -85,7 +85,7 @@ void add_workload_options(po::options_description& desc) {
       ("spot", "price and plan for spot capacity")
       ("catalog", po::value<std::string>(), "catalog file (default $SCALEGUARD_CATALOG or configs/catalog.ini)")
       ("calibration", po::value<std::string>(),
-       "catalog override from scaleguard calibrate --write (default $SCALEGUARD_CALIBRATION)")
+       "catalog override written by scaleguard calibrate (default $SCALEGUARD_CALIBRATION)")
       ("json", "machine-readable output");
 }
 

@@ -35,7 +35,7 @@ int run(int argc, char** argv) {
       ("policy", po::value<std::string>(), "policy file (default $SCALEGUARD_POLICY or configs/policy.ini)")
       ("catalog", po::value<std::string>(), "catalog file (default: the policy's)")
       ("calibration", po::value<std::string>(),
-       "catalog override from scaleguard calibrate --write (default $SCALEGUARD_CALIBRATION, else the policy's)")
+       "catalog override written by scaleguard calibrate (default $SCALEGUARD_CALIBRATION, else the policy's)")
       ("gpus,G", po::value<std::string>(), "GPUs for the job: N or TYPE:N")
       ("gres", po::value<std::string>(), "generic resources per node: gpu:N, gpu:TYPE:N")
       ("gpus-per-node", po::value<std::string>(), "GPUs per node: N or TYPE:N")

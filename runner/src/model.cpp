@@ -213,7 +213,17 @@ class Gpt : public LanguageModel {
       : part_(part), tp_(part.tp_group), compute_(c.precision == "bf16" ? at::kBFloat16 : at::kFloat),
         recompute_(parse_recompute(c.recompute)) {
     tied_copy_ = part.has_head && !part.has_embedding && !c.untied_head;
-    if (part.has_embedding || tied_copy_) wte_ = register_module("wte", nn::Embedding(c.vocab_size, c.n_embd));
+    // Vocabulary parallel (Megatron): under tp the token embedding and the output head hold
+    // V/tp rows each, so no rank computes all V logits. A vocabulary tp does not divide
+    // stays replicated (full logits on every rank, as before).
+    vocab_parallel_ = tp_.size() > 1 && c.vocab_size % tp_.size() == 0;
+    const int64_t vocab_rows = vocab_parallel_ ? c.vocab_size / tp_.size() : c.vocab_size;
+    vocab_first_ = vocab_parallel_ ? vocab_rows * tp_.rank() : 0;
+    const Slice vocab_slice = vocab_parallel_ ? Slice{0, tp_.size(), tp_.rank(), 1} : Slice{};
+    if (part.has_embedding || tied_copy_) {
+      wte_ = register_module("wte", nn::Embedding(vocab_rows, c.n_embd));
+      slices_["wte.weight"] = vocab_slice;
+    }
     if (part.has_embedding) wpe_ = register_module("wpe", nn::Embedding(c.seq_len, c.n_embd));
     // A plain module, not a ModuleList: children are named by their global block number.
     auto blocks = register_module("blocks", std::make_shared<nn::Module>());
@@ -221,7 +231,10 @@ class Gpt : public LanguageModel {
       blocks_.push_back(blocks->register_module(std::to_string(i), std::make_shared<Block>(c.n_embd, c.n_head, c.seq_len, &tp_, recompute_)));
     if (part.has_head) {
       ln_f_ = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.n_embd})));
-      if (c.untied_head) head_ = register_module("head", nn::Linear(nn::LinearOptions(c.n_embd, c.vocab_size).bias(false)));
+      if (c.untied_head) {
+        head_ = register_module("head", nn::Linear(nn::LinearOptions(c.n_embd, vocab_rows).bias(false)));
+        slices_["head.weight"] = vocab_slice;
+      }
     }
     for (const auto& m : named_modules("", /*include_self=*/false))
       if (auto* lin = m.value()->as<ParallelLinear>()) {
@@ -236,13 +249,22 @@ class Gpt : public LanguageModel {
     if (!part_.has_embedding) x = input.to(compute_);                    // from the previous stage
     else {                                           // input: idx (B, T)
       auto pos = at::arange(input.size(1), input.options());             // (T)
-      x = (wte_->forward(input) + wpe_->forward(pos)).to(compute_);      // (B, T, C)
+      at::Tensor tok = vocab_parallel_ ? vocab_parallel_embedding(input, wte_->weight, vocab_first_, tp_)
+                                       : wte_->forward(input);
+      x = (tok + wpe_->forward(pos)).to(compute_);                       // (B, T, C)
     }
     const bool full = recompute_ == Recompute::kFull && at::GradMode::is_enabled();
     for (const auto& b : blocks_) x = full ? BlockRecompute::apply(x, b.get()) : b->forward(x);
     if (!part_.has_head) return x.to(at::kFloat);
     x = layer_norm(ln_f_, x);
-    return head_ ? at::linear(x, as_compute(head_->weight, x)) : at::linear(x, as_compute(wte_->weight, x));  // (B, T, V)
+    // Vocabulary parallel: f (all-reduce of the gradient in backward), then this rank's
+    // V/tp columns of the logits (B, T, V/tp).
+    if (vocab_parallel_) x = tp_.f(x);
+    return at::linear(x, as_compute(head_ ? head_->weight : wte_->weight, x));  // (B, T, V) or (B, T, V/tp)
+  }
+  at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets) override {
+    if (!vocab_parallel_) return LanguageModel::cross_entropy(logits, targets);
+    return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), vocab_first_, tp_);
   }
   bool predicts_every_position() const override { return true; }
   bool has_head() const override { return part_.has_head; }
@@ -262,6 +284,8 @@ class Gpt : public LanguageModel {
   TpGroup tp_;  // before the blocks: they keep a pointer to it
   at::ScalarType compute_;
   Recompute recompute_;
+  bool vocab_parallel_ = false;
+  int64_t vocab_first_ = 0;  // first vocabulary row (logit column) this rank holds
   bool tied_copy_ = false;
   nn::Embedding wte_{nullptr}, wpe_{nullptr};
   std::vector<std::shared_ptr<Block>> blocks_;
@@ -294,8 +318,12 @@ class MlpModel : public LanguageModel {
 
 at::Tensor LanguageModel::loss(const at::Tensor& input, const at::Tensor& targets) {
   if (!has_head()) throw RunError("loss() needs the model part with the head (the last pipeline stage)");
-  auto logits = forward(input).to(at::kFloat);  // the loss in fp32 (bf16 logits under --precision bf16)
-  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+  return cross_entropy(forward(input), targets);
+}
+
+at::Tensor LanguageModel::cross_entropy(const at::Tensor& logits, const at::Tensor& targets) {
+  at::Tensor l = logits.to(at::kFloat);  // the loss in fp32 (bf16 logits under --precision bf16)
+  return at::cross_entropy_loss(l.reshape({-1, l.size(-1)}), targets.reshape({-1}));
 }
 
 std::shared_ptr<LanguageModel> make_model(const Config& cfg, const ModelPart& part) {

@@ -34,10 +34,14 @@ class LanguageModel : public torch::nn::Module {
   // Full model: idx (B, T) int64 -> logits, (B, T, V) for a model that predicts every
   // position, (B, V) for one that predicts the token after the window.
   // A GPT part takes idx on the first stage, activations (B, T, C) float otherwise, and
-  // returns logits on the last stage, activations (B, T, C) otherwise.
+  // returns logits on the last stage, activations (B, T, C) otherwise. Under tensor
+  // parallel (when tp divides the vocabulary) the GPT's logits are this rank's V/tp columns.
   virtual at::Tensor forward(const at::Tensor& input) = 0;
   // Mean cross-entropy of forward(input). targets: (B, T) or (B). Only on a part with the head.
   at::Tensor loss(const at::Tensor& input, const at::Tensor& targets);
+  // Mean cross-entropy of forward()'s logits, in fp32. Under tensor parallel a GPT's logits
+  // are sharded by vocabulary (vocab_parallel_cross_entropy): no rank holds all of them.
+  virtual at::Tensor cross_entropy(const at::Tensor& logits, const at::Tensor& targets);
   // True: targets are the inputs shifted by one (GPT); false: the next token only (MLP).
   virtual bool predicts_every_position() const = 0;
   // This part ends in ln_f + head (the last pipeline stage) and returns logits.

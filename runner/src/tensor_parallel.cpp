@@ -55,7 +55,59 @@ struct ReduceFromParallel : torch::autograd::Function<ReduceFromParallel> {  // 
   static variable_list backward(AutogradContext* /*ctx*/, variable_list grads) { return {grads[0], at::Tensor()}; }
 };
 
+// Per-token loss log(sum exp) - logit[target] over logits sharded by vocabulary columns.
+struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& targets, int64_t first,
+                            TpGroup* group) {
+    const int64_t n = logits.size(1);
+    at::Tensor x = logits.to(at::kFloat);                                    // (N, Vl)
+    at::Tensor max = std::get<0>(x.max(1)).contiguous();                     // (N)
+    double t0 = now_s();
+    group->comm()->all_reduce(max, ReduceOp::kMax)->wait();
+    group->add_comm_seconds(now_s() - t0);
+    at::Tensor shifted = x - max.unsqueeze(1);                               // (N, Vl)
+    at::Tensor outside = (targets < first).logical_or(targets >= first + n); // (N) target not on this rank
+    at::Tensor local = (targets - first).masked_fill(outside, 0);            // (N)
+    at::Tensor target_logit = shifted.gather(1, local.unsqueeze(1)).squeeze(1).masked_fill(outside, 0.0);
+    at::Tensor exp = shifted.exp();                                          // (N, Vl)
+    at::Tensor sums = at::stack({exp.sum(1), target_logit});                 // (2, N): one all-reduce for both
+    group->all_reduce(sums);
+    at::Tensor sum_exp = sums[0], picked = sums[1];
+    at::Tensor softmax = exp.div_(sum_exp.unsqueeze(1));                     // (N, Vl) this rank's columns
+    ctx->save_for_backward({softmax, local, outside});
+    ctx->saved_data["dtype"] = static_cast<int64_t>(logits.scalar_type());
+    return sum_exp.log() - picked;                                           // (N)
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    at::Tensor grad = saved[0].clone();                                      // softmax
+    at::Tensor hit = outside_to_one_hot(saved[1], saved[2], grad.size(1));
+    grad.sub_(hit).mul_(grads[0].unsqueeze(1));
+    auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
+    return {grad.to(dtype), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+  // (N, Vl) 1 at (i, local[i]) where the target is on this rank, else 0.
+  static at::Tensor outside_to_one_hot(const at::Tensor& local, const at::Tensor& outside, int64_t cols) {
+    at::Tensor one = at::zeros({local.size(0), cols}, at::TensorOptions(at::kFloat).device(local.device()));
+    one.scatter_(1, local.unsqueeze(1), 1.0);
+    return one.masked_fill_(outside.unsqueeze(1), 0.0);
+  }
+};
+
 }  // namespace
+
+at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& weight, int64_t first, TpGroup& group) {
+  const int64_t rows = weight.size(0);
+  at::Tensor outside = (idx < first).logical_or(idx >= first + rows);     // (B, T)
+  at::Tensor local = (idx - first).masked_fill(outside, 0);
+  at::Tensor e = at::embedding(weight, local).masked_fill(outside.unsqueeze(-1), 0.0);  // (B, T, C)
+  return group.g(e);
+}
+
+at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& targets, int64_t first,
+                                        TpGroup& group) {
+  return VocabParallelCrossEntropy::apply(logits, targets, first, &group).mean();
+}
 
 at::Tensor take_slice(const at::Tensor& global, const Slice& s) {
   if (s.whole()) return global;
@@ -95,6 +147,8 @@ void TpGroup::all_reduce(const at::Tensor& t) {
   comm_->all_reduce(t, ReduceOp::kSum)->wait();
   comm_s_ += now_s() - t0;
 }
+
+void TpGroup::add_comm_seconds(double s) { comm_s_ += s; }
 
 double TpGroup::take_comm_seconds() {
   double s = comm_s_;

@@ -47,14 +47,31 @@ class TpGroup {
   int size() const { return comm_ ? comm_->size() : 1; }
   at::Tensor f(const at::Tensor& x);  // identity forward, all-reduce backward
   at::Tensor g(const at::Tensor& x);  // all-reduce forward, identity backward
+  Communicator* comm() const { return comm_; }
   // In-place sum over the group; the time counts as communication.
   void all_reduce(const at::Tensor& t);
+  void add_comm_seconds(double s);
   double take_comm_seconds();
 
  private:
   Communicator* comm_;
   double comm_s_ = 0;
 };
+
+// Vocabulary-parallel embedding (Megatron): `weight` holds rows [first, first + rows) of
+// the (V, C) table. Tokens outside them look up zeros; the all-reduce (g) sums the one rank
+// that holds each token's row with zeros elsewhere, so every rank gets exactly the full
+// lookup, and the backward (identity) gives each rank the gradient of its own rows only.
+at::Tensor vocab_parallel_embedding(const at::Tensor& idx, const at::Tensor& weight, int64_t first, TpGroup& group);
+
+// Mean cross-entropy of logits sharded over the vocabulary: logits (N, V/tp) on each rank,
+// columns [first, first + V/tp) of the whole (N, V); targets (N) global ids. No rank
+// builds the (N, V) logits: all-reduces of the row max, of the sum of exponentials and of
+// the target's logit (each (N) floats) give log-sum-exp minus the target logit. Backward:
+// softmax minus the one-hot target, on this rank's columns. In fp32 whatever the logits'
+// dtype.
+at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& targets, int64_t first,
+                                        TpGroup& group);
 
 enum class Split { kNone, kColumn, kRow };
 

@@ -73,6 +73,13 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     std::fprintf(stderr, "scaleguard-run: precision %s%s, recompute %s\n", cfg.precision.c_str(),
                  cfg.precision == "bf16" ? " (bf16 forward/backward; fp32 master weights, gradients and AdamW state)" : "",
                  cfg.recompute.c_str());
+  if (launch_.rank == 0 && grid_.tp > 1 && cfg.model == "gpt")
+    std::fprintf(stderr, "scaleguard-run: %s\n",
+                 cfg.vocab_size % grid_.tp == 0
+                     ? ("vocab-parallel embedding, head and cross-entropy: " + std::to_string(cfg.vocab_size / grid_.tp) +
+                        " of " + std::to_string(cfg.vocab_size) + " logits per rank").c_str()
+                     : ("tp=" + std::to_string(grid_.tp) + " does not divide vocab-size " + std::to_string(cfg.vocab_size) +
+                        ": embedding and head replicated, full logits on every rank").c_str());
   if (launch_.rank == 0) {
     int64_t n = 0;
     for (const auto& p : layout_->params()) n += p.numel;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tensor parallel (Megatron) on 2 ranks trains what 1 process trains: the same loss and
 # gradient norm at every step and the same final parameters (max abs diff <= 1e-5; only
-# the order of float sums in the split matrix products differs). Tied and untied heads.
+# the order of float sums in the split matrix products and the vocabulary-parallel
+# cross-entropy's log-sum-exp differ). Tied and untied heads.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
 for head in tied untied; do
@@ -11,6 +12,10 @@ for head in tied untied; do
   "$run" "${args[@]}" --metrics one.jsonl --dump-params one.bin
   mpi 2 "${args[@]}" --tp 2 --metrics tp2.jsonl --dump-params tp2.bin 2> tp2.log || { cat tp2.log; fail "$head: tp=2 run failed"; }
   grep -q "tp=2" tp2.log || fail "$head: the run does not say it used tp=2"
+  # Megatron's vocabulary parallel: each rank holds half the embedding / head rows and
+  # computes half the logits; the loss comes from all-reduced max, sum-exp and target logit.
+  grep -qF "vocab-parallel embedding, head and cross-entropy: 128 of 256 logits per rank" tp2.log ||
+    { cat tp2.log; fail "$head: tp=2 did not use the vocabulary-parallel embedding and loss"; }
   ! grep -q "WARNING" tp2.log || { grep WARNING tp2.log; fail "$head: ranks disagree"; }
   # The dump gathers the tp slices: the whole model, equal to the single process's.
   "$here/compare_params.py" one.bin tp2.bin 1e-5 || fail "$head: tp=2 parameters differ from a single process"

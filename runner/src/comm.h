@@ -41,6 +41,12 @@ class Communicator {
   virtual const char* backend() const = 0;
 
   virtual std::unique_ptr<Work> all_reduce(const at::Tensor& t, ReduceOp op) = 0;
+  // The same, finished on return, for a caller that would wait at once anyway. MPI uses the
+  // blocking MPI_Allreduce there: Open MPI 4.1 runs MPI_Iallreduce in libnbc, which on fewer
+  // than 4 ranks or in place always picks reduce-to-root + broadcast (two serial transfers
+  // of the whole buffer); the blocking call's tuned algorithm takes about half the time for
+  // megabyte gradients on 2 ranks (BENCHMARKS.md, Runner data parallel).
+  virtual void all_reduce_now(const at::Tensor& t, ReduceOp op) { all_reduce(t, op)->wait(); }
   // in: size() * out.numel() elements; rank r receives reduced block r in out.
   virtual std::unique_ptr<Work> reduce_scatter(const at::Tensor& in, const at::Tensor& out, ReduceOp op) = 0;
   // out: size() * in.numel() elements, block r from rank r.

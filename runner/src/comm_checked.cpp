@@ -24,6 +24,10 @@ class CheckedCommunicator : public Communicator {
     check(t, "all_reduce");
     return inner_->all_reduce(t, op);
   }
+  void all_reduce_now(const at::Tensor& t, ReduceOp op) override {
+    check(t, "all_reduce");
+    inner_->all_reduce_now(t, op);
+  }
   std::unique_ptr<Work> reduce_scatter(const at::Tensor& in, const at::Tensor& out, ReduceOp op) override {
     check(in, "reduce_scatter (input)"), check(out, "reduce_scatter (output)");
     return inner_->reduce_scatter(in, out, op);

@@ -1,4 +1,5 @@
-// MPI backend: CPU tensors, non-blocking collectives (MPI_I*) behind Work handles.
+// MPI backend: CPU tensors, non-blocking collectives (MPI_I*) behind Work handles;
+// all_reduce_now is the blocking MPI_Allreduce (see comm.h).
 #include <ATen/core/Tensor.h>
 
 #include <climits>
@@ -85,6 +86,11 @@ class MpiCommunicator : public Communicator {
     MPI_Request req;
     MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t), mpi_type(t, true), mpi_op(op), comm_, &req);
     return std::make_unique<MpiWork>(req, t, op == ReduceOp::kAvg ? size_ : 1);
+  }
+  void all_reduce_now(const at::Tensor& t, ReduceOp op) override {
+    check_float_avg(t, op);
+    MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t), mpi_type(t, true), mpi_op(op), comm_);
+    if (op == ReduceOp::kAvg && size_ > 1) t.div_(size_);
   }
   std::unique_ptr<Work> reduce_scatter(const at::Tensor& in, const at::Tensor& out, ReduceOp op) override {
     check_float_avg(out, op);

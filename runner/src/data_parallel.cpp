@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
 #include "config.h"
 
@@ -102,6 +104,8 @@ struct DataParallel::ReadyHook : torch::autograd::FunctionPostHook {
 DataParallel::DataParallel(FlatLayout& layout, Communicator& group, bool overlap)
     : layout_(layout), group_(group), overlap_(overlap), pending_(layout.buckets().size()),
       work_(layout.buckets().size()) {
+  const char* sync = std::getenv("SCALEGUARD_DP_BARRIER_BEFORE_COMM");
+  barrier_before_comm_ = sync && std::strcmp(sync, "1") == 0;
   if (layout_.shard_group() && layout_.shard_group()->size() != group_.size())
     throw RunError("ZeRO: the layout is sharded over another group than the data-parallel one");
   const auto& params = layout_.params();
@@ -138,8 +142,19 @@ void DataParallel::on_ready(size_t param_index) {
   comm_s_ += now_s() - t0;
 }
 
+size_t DataParallel::first_blocking() const {
+  // Reduce-scatter (ZeRO-1) stays non-blocking. Otherwise the buckets that finish() would
+  // wait for at once anyway go through the blocking all-reduce (comm.h: about 2x faster than
+  // MPI_Iallreduce on 2 ranks): all of them without overlap, the last one with overlap (it
+  // is ready only when backward ends). Fixed by index, never by timing, so every rank makes
+  // the same blocking / non-blocking choice for each bucket (the two never match in MPI).
+  if (layout_.shard_group()) return pending_.size();
+  return overlap_ ? pending_.size() - 1 : 0;
+}
+
 void DataParallel::launch_ready_prefix() {
-  while (next_launch_ < pending_.size() && pending_[next_launch_] == 0) launch(next_launch_++);
+  const size_t end = first_blocking();
+  while (next_launch_ < end && pending_[next_launch_] == 0) launch(next_launch_++);
 }
 
 void DataParallel::launch(size_t b) {
@@ -150,12 +165,18 @@ void DataParallel::launch(size_t b) {
 
 void DataParallel::finish() {
   if (group_.size() == 1) return;
+  // Benchmark diagnostic (bench/runner/run.sh): without it comm_ms also holds the time this
+  // rank waits for a slower one to finish backward; the barrier takes that wait out of it.
+  if (barrier_before_comm_) group_.barrier();
   double t0 = now_s();
   // Buckets whose hooks never fired (parameters unused this step) still hold valid (zero)
   // gradients and must be summed so every rank issues the same collectives.
-  while (next_launch_ < pending_.size()) launch(next_launch_++);
+  const size_t end = first_blocking();
+  while (next_launch_ < end) launch(next_launch_++);
   for (auto& w : work_)
     if (w) w->wait(), w.reset();
+  for (; next_launch_ < pending_.size(); ++next_launch_)
+    group_.all_reduce_now(layout_.buckets()[next_launch_].grads, ReduceOp::kSum);
   sync_ = false;
   comm_s_ += now_s() - t0;
 }

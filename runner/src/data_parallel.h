@@ -86,8 +86,9 @@ class FlatLayout {
 
 class DataParallel {
  public:
-  // overlap: all-reduce each bucket from an autograd hook as soon as its last gradient
-  // is accumulated; otherwise all buckets after backward.
+  // overlap: all-reduce each bucket but the last from an autograd hook as soon as its last
+  // gradient is accumulated (non-blocking), the last one in finish(); otherwise all buckets
+  // in finish(). finish() uses the blocking all-reduce (Communicator::all_reduce_now).
   DataParallel(FlatLayout& layout, Communicator& group, bool overlap);
   ~DataParallel();
   // Call before each backward; sync = this backward completes the step's gradients.
@@ -103,6 +104,7 @@ class DataParallel {
  private:
   struct ReadyHook;
   void on_ready(size_t param_index);
+  size_t first_blocking() const;  // buckets from this index on: blocking all-reduce in finish()
   void launch_ready_prefix();
   void launch(size_t b);
 
@@ -116,6 +118,9 @@ class DataParallel {
   std::vector<std::unique_ptr<Work>> work_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keep hooks alive
   double comm_s_ = 0;
+  // SCALEGUARD_DP_BARRIER_BEFORE_COMM=1: a barrier (not timed) starts finish(), so comm_ms
+  // leaves out waiting for the slowest rank's backward (rank skew); a benchmark diagnostic.
+  bool barrier_before_comm_ = false;
 };
 
 }  // namespace scaleguard::run

@@ -101,7 +101,10 @@ po::options_description train_options(Config& c) {
     ("dump-params", po::value(&c.dump_params)->default_value(c.dump_params),
      "rank 0 writes every parameter (name order, float32) to this file at the end")
     ("sample-log", po::value(&c.sample_log)->default_value(c.sample_log),
-     "each rank writes the sample ids it trains on to FILE.rank<N>");
+     "each rank writes the sample ids it trains on to FILE.rank<N>")
+    ("memory-report", po::value(&c.memory_report)->default_value(c.memory_report)->implicit_value(true),
+     "rank 0 prints the bytes of parameters, gradients and optimizer state and the peak of the tensor memory "
+     "allocated during the steps (c10 CPU allocator reporting; CPU runs, best with --threads 1)");
   po::options_description all;
   all.add(model).add(data).add(optim).add(par).add(ckpt).add(run);
   return all;

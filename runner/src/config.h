@@ -73,6 +73,7 @@ struct Config {
   bool quiet = false;              // no progress line
   std::string dump_params;         // rank 0 writes all parameters (name order) at the end
   std::string sample_log;          // every rank appends the sample ids it trains on
+  bool memory_report = false;      // rank 0 prints its state bytes and the steps' peak tensor memory
 
   // key=value lines, sorted by key: what rank 0 prints and what ranks hash and compare.
   std::map<std::string, std::string> effective;

@@ -3,9 +3,12 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -31,6 +34,24 @@ std::string fmt_duration(double s) {
   std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
   return buf;
 }
+
+// --memory-report: the c10 CPU allocator (ProfiledCPUMemoryReporter) reports every
+// allocation and free made while a memory-profiling debug info is installed on the thread;
+// this one keeps the live total and its peak. Only allocations made while installed count
+// (frees of older blocks are ignored by c10), so it measures what the steps allocate on
+// top of the parameters, gradients and optimizer state: activations, the bf16 weight
+// copies, logits, temporaries. The calling thread only: intra-op threads (--threads > 1)
+// are not covered.
+struct PeakMemory : c10::MemoryReportingInfoBase {
+  std::atomic<int64_t> live{0}, peak{0};
+  void reportMemoryUsage(void* /*ptr*/, int64_t size, int64_t /*allocated*/, int64_t /*reserved*/,
+                         c10::Device /*device*/) override {
+    int64_t now = live += size;
+    int64_t p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {}
+  }
+  bool memoryProfilingEnabled() const override { return true; }
+};
 
 }  // namespace
 
@@ -143,6 +164,12 @@ int Trainer::run() {
   // global batch, so summing gradients over ranks gives the global-batch average.
   const double scale = 1.0 / static_cast<double>(accum_ * grid_.dp);
   double loss = 0;
+  std::shared_ptr<PeakMemory> mem;
+  std::unique_ptr<c10::DebugInfoGuard> mem_guard;
+  if (cfg_.memory_report) {
+    mem = std::make_shared<PeakMemory>();
+    mem_guard = std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, mem);
+  }
   while (state_.step < cfg_.steps) {
     double t0 = now_s();
     double lr = lr_at(cfg_, state_.step);
@@ -199,6 +226,21 @@ int Trainer::run() {
       return kExitStoppedAfterCheckpoint;
     }
   }
+  if (mem && launch_.rank == 0) {
+    int64_t params = 0, grads = 0;
+    for (const auto& b : layout_->buckets()) {
+      params += b.params.numel() * static_cast<int64_t>(b.params.element_size());
+      grads += b.grads.numel() * static_cast<int64_t>(b.grads.element_size());
+      if (b.grad_shard.defined() && !b.grad_shard.is_same(b.grads) && b.grad_shard.data_ptr() != b.grads.data_ptr())
+        grads += b.grad_shard.numel() * static_cast<int64_t>(b.grad_shard.element_size());  // ZeRO's reduce-scatter output
+    }
+    std::fprintf(stderr,
+                 "scaleguard-run: memory (rank 0): parameters %lld, gradients %lld, optimizer state %lld bytes; "
+                 "step peak %lld bytes on top (activations and temporaries; c10 CPU allocator reporting)\n",
+                 static_cast<long long>(params), static_cast<long long>(grads),
+                 static_cast<long long>(optim_->state_bytes()), static_cast<long long>(mem->peak.load()));
+  }
+  mem_guard.reset();
   finish_run(loss);
   return kExitOk;
 }

@@ -1,6 +1,10 @@
 // Raw MPI_Allreduce (sum, in place, float) of --bytes, one message, --iters times after a
 // barrier each; rank 0 prints the median and mean milliseconds of its own calls.
-//   mpirun -np 2 runner_allreduce_bench BYTES ITERS
+// GAP_US (optional, default 0): busy-wait that long (untimed) before each barrier, like the
+// forward/backward a training step computes between two gradient all-reduces. Back to back
+// (0) the call is faster than the same call between ~10+ ms of computation on the 2-core VM
+// (1.5 vs 2.8-3.1 ms for 9 MB, BENCHMARKS.md Runner data parallel); both are reported.
+//   mpirun -np 2 runner_allreduce_bench BYTES ITERS [GAP_US]
 #include <mpi.h>
 
 #include <algorithm>
@@ -12,16 +16,19 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (argc != 3) {
-    if (rank == 0) std::fprintf(stderr, "usage: runner_allreduce_bench BYTES ITERS\n");
+  if (argc != 3 && argc != 4) {
+    if (rank == 0) std::fprintf(stderr, "usage: runner_allreduce_bench BYTES ITERS [GAP_US]\n");
     MPI_Finalize();
     return 64;
   }
   long bytes = std::atol(argv[1]);
   int iters = std::atoi(argv[2]);
+  double gap_s = argc == 4 ? std::atof(argv[3]) * 1e-6 : 0.0;
   std::vector<float> buf(static_cast<size_t>(bytes) / sizeof(float), 1.0f);
   std::vector<double> ms;
   for (int i = -5; i < iters; ++i) {  // 5 warm-up calls
+    for (double s = MPI_Wtime(); MPI_Wtime() - s < gap_s;) {
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -31,7 +38,8 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     double mean = 0;
     for (double m : ms) mean += m / static_cast<double>(ms.size());
-    std::printf("{\"bytes\":%ld,\"iters\":%d,\"median_ms\":%.4f,\"mean_ms\":%.4f}\n", bytes, iters, ms[ms.size() / 2], mean);
+    std::printf("{\"bytes\":%ld,\"iters\":%d,\"gap_us\":%.0f,\"median_ms\":%.4f,\"mean_ms\":%.4f}\n", bytes, iters,
+                gap_s * 1e6, ms[ms.size() / 2], mean);
   }
   MPI_Finalize();
   return 0;

@@ -48,6 +48,12 @@ Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {
   l.startup_timeout_s = startup_timeout_s;
   // Before MPI_Init: libfabric (Open MPI's ofi components) reads FI_* when it is opened.
   const std::string nccl_profile = apply_nccl_profile();
+  // Open MPI 4.1's libnbc MPI_Iallreduce (data-parallel buckets launched during backward, every
+  // Work-based all-reduce) takes the binomial algorithm for every in-place call and for < 4
+  // ranks: reduce to rank 0, then broadcast, two serial whole-buffer transfers (4.6-4.9 ms for
+  // 9 MB on 2 ranks); its ring does it in 1.5-1.6 ms (BENCHMARKS.md, Runner data parallel).
+  // Unless the user chose one.
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
   // MULTIPLE lets a background thread (asynchronous checkpoints) use its own communicator.
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &l.thread_level);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);

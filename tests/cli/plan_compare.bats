@@ -126,6 +126,20 @@ load helpers
   jq -e . <<<"$output" >/dev/null
 }
 
+@test "compare: the seed's 100M on 2 GPUs states what its 2x rests on (gradient accumulation)" {
+  run sg compare --model 100M --single-gpu-hours 10h --instance p3.8xlarge --gpus 2 --json
+  assert_exit 0
+  # The default global batch accumulates micro-batches per all-reduce; without accumulation
+  # the same run loses to the per-step costs: the planner says so and by how much.
+  jq -e '.speedup > 1.9 and .without_accumulation.speedup < .speedup - 0.05' <<<"$output"
+  jq -e '.without_accumulation.global_batch == .distributed.dp * .distributed.micro_batch' <<<"$output"
+  run sg compare --model 100M --single-gpu-hours 10h --instance p3.8xlarge --gpus 2
+  assert_output --partial "micro-batches per GPU share each gradient all-reduce"
+  # A pinned global batch is the user's own: no second comparison.
+  run sg compare --model 100M --single-gpu-hours 10h --instance p3.8xlarge --gpus 2 --global-batch 4 --json
+  jq -e 'has("without_accumulation") | not' <<<"$output"
+}
+
 @test "compare: bad input is clear" {
   run sg compare --model 350M --tokens 1B --instance p4d.24xlarge --gpus 1
   assert_usage_error "nothing to compare on one GPU"

@@ -1,9 +1,16 @@
 // `scaleguard decide`: exactly what job_submit/scaleguard decides for a job (same decide()).
 // Exit code 0 accept/warn, 3 rewrite, 4 reject (1 config error, 2 usage error).
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "common.h"
+#include "scaleguard/measurement.h"
+#include "scaleguard/model.h"
+#include "scaleguard/probe_store.h"
 #include "verbs.h"
 
 namespace scaleguard::cli {
@@ -52,6 +59,9 @@ int run(int argc, char** argv) {
       ("train-deadline", po::value<std::string>(), "wall hours you can wait")
       ("train-ckpt-dir", po::value<std::string>(), "checkpoint directory")
       ("train-ckpt-interval", po::value<std::string>(), "auto or minutes")
+      ("train-probe", "a --train-probe job: judged on the probe budget")
+      ("store", po::value<std::string>(), "probe store to read measurements from (default: the policy's probe_store)")
+      ("no-probes", "ignore probe measurements (judge on the model alone)")
       ("json", "machine-readable output");
   po::variables_map vm;
   const char* usage =
@@ -125,10 +135,32 @@ int run(int argc, char** argv) {
     job.deadline_hours = h.value();
   }
   job.ckpt_dir = text_opt("train-ckpt-dir");
+  job.probe = vm.count("train-probe") > 0;
   if (vm.count("train-ckpt-interval") && text_opt("train-ckpt-interval") != "auto") {
     auto v = int_option(vm, "train-ckpt-interval", 1, 525600);
     if (!v) return 2;
     job.ckpt_interval_min = *v;
+  }
+  // What probes measured, read as job_submit reads it: root's and trusted_users' records for
+  // everyone, the caller's own for the caller.
+  const std::string store = vm.count("store") ? text_opt("store") : policy.value()->probe_store;
+  if (!store.empty() && !job.model.empty() && !vm.count("no-probes")) {
+    if (auto m = parse_model_spec(job.model, policy.value()->catalog)) {
+      std::vector<uid_t> admins{0};
+      for (const auto& u : policy.value()->trusted_users) {
+        passwd pw{}, *out = nullptr;
+        char buf[2048];
+        if (u.find_first_not_of("0123456789") == std::string::npos && !u.empty() && u.size() < 10)
+          admins.push_back(static_cast<uid_t>(std::stoul(u)));
+        else if (getpwnam_r(u.c_str(), &pw, buf, sizeof buf, &out) == 0 && out)
+          admins.push_back(out->pw_uid);
+      }
+      probe::StoreReader reader;
+      probe::ReadReport report;
+      job.measurements = reader.lookup(store, model_fingerprint(m.value()), getuid(), admins, &report);
+      job.now = static_cast<long long>(std::time(nullptr));
+      for (const auto& p : report.problems) std::fprintf(stderr, "scaleguard decide: %s\n", p.c_str());
+    }
   }
   const Decision d = decide(job, *policy.value());
   if (vm.count("json")) {

@@ -127,6 +127,58 @@ Decision reject_input(const std::string& what, const Error& e) {
   return d;
 }
 
+// A --train-probe job (issue 16) is judged on its budget alone, so that a probe is never a way
+// around the GPU-hour caps: what Slurm may grant it (the envelope) must stay within
+// probe_max_gpu_hours, probe_max_fraction of the training job it probes and max_job_gpu_hours.
+Decision judge_probe(const JobRequest& job, const Policy& policy, const Partition& part, const Envelope& env,
+                     const Plan* single, const Plan* asked, const Judge& j) {
+  Decision d;
+  const bool has_work = job.tokens > 0 || job.single_gpu_hours > 0;
+  const double work = single ? single->gpu_hours : asked ? asked->gpu_hours : 0;
+  double cap = 1e18;
+  std::string why;
+  if (policy.probe_max_gpu_hours > 0) cap = policy.probe_max_gpu_hours, why = "probe_max_gpu_hours";
+  if (policy.probe_max_fraction > 0 && has_work && work > 0 && policy.probe_max_fraction * work < cap) {
+    cap = policy.probe_max_fraction * work;
+    why = "probe_max_fraction " + text::num(policy.probe_max_fraction) + " of the training job's " +
+          text::num(work, 1) + " GPU-hours on one GPU";
+  }
+  if (j.on(RuleId::max_job_gpu_hours) && j.threshold(RuleId::max_job_gpu_hours) < cap)
+    cap = j.threshold(RuleId::max_job_gpu_hours), why = "max_job_gpu_hours";
+  const double asked_h = env.gpu_hours();
+  const std::string shape = text::format("%d GPUs x %s h = %s GPU-hours", env.gpus, text::num(env.hours(), 3).c_str(),
+                                         text::num(asked_h, 3).c_str()) + (env.how.empty() ? "" : " (judged as " + env.how + ")");
+  if (cap >= 1e18 || asked_h > cap) {
+    const std::string detail =
+        cap >= 1e18 ? "probe job: " + shape + " with no budget: give --train-tokens or --train-single-gpu-hours "
+                                              "(probe_max_fraction of it bounds the probe)"
+                    : "probe job: " + shape + " > " + text::num(cap, 3) + " GPU-hours allowed for a probe (" + why + ")";
+    d.action = Action::reject;
+    d.rules.push_back(RuleHit{"probe_budget", Action::reject, detail});
+    d.summary = "scaleguard: reject [probe_budget]: probe job over its budget";
+    d.message = "scaleguard: " + detail + ".";
+    if (cap < 1e18 && env.gpus > 0) {
+      const int minutes = static_cast<int>(cap * 60 / env.gpus);
+      d.message += minutes >= 1 ? text::format(" Ask for instead: --time=%d (minutes) on %d GPUs.", minutes, env.gpus)
+                                : " Ask for fewer GPUs.";
+    }
+    return d;
+  }
+  d.action = Action::accept;
+  d.rules.push_back(RuleHit{"probe_budget", Action::accept,
+                            "probe job: " + shape + " <= " + text::num(cap, 3) + " GPU-hours (" + why + ")"});
+  d.summary = text::format("scaleguard: accept [probe_budget]: probe gpus=%d nodes=%d %s GPU-hours of %s allowed in %s",
+                           env.gpus, env.nodes, text::num(asked_h, 3).c_str(), text::num(cap, 3).c_str(),
+                           part.name.c_str());
+  d.message = d.summary + ". [probe_budget] " + d.rules.back().detail + ".";
+  // The probe reads its budget from here and stops within it (scaleguard probe).
+  d.plan_env.emplace_back("SCALEGUARD_PROBE_MAX_GPU_HOURS", text::num(std::min(cap, asked_h), 4));
+  d.bound_max_nodes = env.bound_max_nodes;
+  d.bound_time_min = env.bound_time_min;
+  d.granted_gpu_hours = asked_h;
+  return d;
+}
+
 // Judges the job in one governed partition.
 Decision decide_in(const JobRequest& job, const Policy& policy, const Partition* part) {
   Judge j(job, policy, *part);
@@ -151,6 +203,9 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     d.message = d.summary;
     return judged(d);
   }
+  if (job.probe && !job.has_intent())
+    return judged(reject_input("--train-probe", Error{"a probe job without the model it probes", "", 0, "",
+                                                      "add --train-model and --train-tokens"}));
   if (env.time_limit_min <= 0)
     return judged(reject_input(
         "time limit", Error{"no time limit (--time=UNLIMITED) cannot be judged in partition " + part->name +
@@ -308,6 +363,9 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     const bool deadline_needs_more =
         job.deadline_hours > 0 && (!single_fits || single.value().wall_hours > job.deadline_hours);
 
+    if (job.probe) return judged(judge_probe(job, policy, *part, env, single_fits ? &single.value() : nullptr,
+                                             asked ? &asked.value() : nullptr, j));
+
     Plan chosen;
     bool have_plan = false;
     if (!asked) {
@@ -364,7 +422,63 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
         j.ask(r.gpus, ask_minutes(r.wall_hours, *part), &r);
       }
     }
-    if (have_plan && chosen.gpus > 1 && !new_gpus) {
+    // What a probe measured for this model on this instance type (issue 16): a trusted record
+    // replaces the model's estimate (loosens or tightens), the user's own can only tighten.
+    const bool spans_nodes = nodes > 1 || (have_plan && chosen.nodes > 1);
+    const Measurement* tight = nullptr;
+    const Measurement* vouched = nullptr;
+    if (have_plan && chosen.gpus > 1 && !new_gpus && !job.measurements.empty()) {
+      const std::string fp = model_fingerprint(w.model);
+      const Measurement *admin = nullptr, *own = nullptr;
+      for (const auto& m : job.measurements) {
+        if (m.fingerprint != fp || m.instance != part->inst.name || m.ranks < 2 || !(m.speedup > 0) ||
+            !(m.comm_ratio >= 0) || (m.nodes > 1) != spans_nodes)
+          continue;
+        if (job.now > 0 && (m.time > job.now + 86400 || job.now - m.time > policy.probe_max_age_s)) continue;
+        const Measurement*& newest = m.trust == Trust::admin ? admin : own;
+        if (!newest || m.time > newest->time) newest = &m;
+      }
+      auto fails = [&](const Measurement* m) {
+        return m && ((j.on(RuleId::max_comm_ratio) && m->comm_ratio > j.threshold(RuleId::max_comm_ratio)) ||
+                     (j.on(RuleId::min_doubling_speedup) && m->speedup < j.threshold(RuleId::min_doubling_speedup)));
+      };
+      tight = fails(admin) ? admin : fails(own) ? own : nullptr;
+      if (!tight && admin) vouched = admin;
+    }
+    auto measured_where = [&](const Measurement& m) {
+      return text::format("on %d GPUs%s on %s (probe job %s%s)", m.ranks,
+                          m.nodes > 1 ? (" across " + std::to_string(m.nodes) + " nodes").c_str() : " in one node",
+                          m.date.c_str(), m.job_id.empty() ? "outside Slurm" : m.job_id.c_str(),
+                          m.trust == Trust::own ? ", your own probe" : "");
+    };
+    bool measured_rewrite = false;
+    if (tight) {
+      // Measured: the doubling the probe made does not pay. Back off to what it did not cross:
+      // one node (a cross-node probe) or one GPU (a probe inside a node).
+      const Measurement& m = *tight;
+      const int fallback = m.nodes > 1 ? std::min(chosen.gpus, gpn) : 1;
+      Result<Plan> cap = fallback == chosen.gpus && chosen.nodes == 1 ? Result<Plan>(chosen)
+                                                                        : best_plan_at(w, hw, fallback, pins, goals);
+      const std::string then = cap ? "; " + plan_line(cap.value()) : std::string();
+      bool rewrite = false;
+      if (j.on(RuleId::max_comm_ratio) && m.comm_ratio > j.threshold(RuleId::max_comm_ratio))
+        rewrite |= j.fire(RuleId::max_comm_ratio, "measured comm ratio " + text::num(m.comm_ratio, 2) + " > " +
+                                                      text::num(j.threshold(RuleId::max_comm_ratio)) + " " +
+                                                      measured_where(m) + ": more GPUs mostly wait for the network" + then);
+      if (j.on(RuleId::min_doubling_speedup) && m.speedup < j.threshold(RuleId::min_doubling_speedup))
+        rewrite |= j.fire(RuleId::min_doubling_speedup,
+                          text::format("measured %.2fx ", m.speedup) + measured_where(m) + " < " +
+                              text::num(j.threshold(RuleId::min_doubling_speedup)) + "x: scaling out does not pay" + then);
+      if (rewrite && cap) new_gpus = fallback, new_nodes = cap.value().nodes, chosen = cap.value(), measured_rewrite = true;
+      if (cap) j.ask(fallback, ask_minutes(cap.value().wall_hours, *part), &cap.value());
+    } else if (vouched) {
+      d.rules.push_back(RuleHit{"measured", Action::accept,
+                                text::format("measured %.2fx, comm ratio %s ", vouched->speedup,
+                                             text::num(vouched->comm_ratio, 2).c_str()) +
+                                    measured_where(*vouched) +
+                                    ": within max_comm_ratio and min_doubling_speedup; the model's estimate is not used"});
+    }
+    if (have_plan && chosen.gpus > 1 && !new_gpus && !vouched) {
       // Adding GPUs must pay: cap by comm ratio, then by the speedup of the last doubling.
       if (j.on(RuleId::max_comm_ratio) && chosen.comm_ratio > j.threshold(RuleId::max_comm_ratio)) {
         int n = chosen.gpus;
@@ -442,7 +556,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     // Summary and message built below from the chosen plan.
     d.action = j.max_action;
     if (d.action == Action::rewrite) {
-      if (new_gpus && *new_gpus != gpus) {
+      if (new_gpus && (*new_gpus != gpus || (measured_rewrite && new_nodes && *new_nodes < nodes))) {
         d.rewrite.gpus_total = *new_gpus;
         d.rewrite.nodes = new_nodes.value_or(1);
         if (job.gpus_per_node > 0) d.rewrite.gpus_per_node = std::min(*new_gpus, gpn);

@@ -215,7 +215,7 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
     policy->rules = default_rules();
 
     // Global keys.
-    std::string catalog_path, calibration_path, roots, mode, trusted, shared_gres;
+    std::string catalog_path, calibration_path, roots, mode, trusted, shared_gres, probe_age;
     double mtbf = 0;
     auto ok = ini::bind(f, "", 1, {
         {"catalog", ini::Field::text, &catalog_path, 0, 0, false, "path of the catalog, relative to this file"},
@@ -229,7 +229,14 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
         {"mode", ini::Field::text, &mode, 0, 0, false, "enforce or shadow"},
         {"trusted_users", ini::Field::text, &trusted, 0, 0, false, "comma list of user names or uids, e.g. root,slurm"},
         {"audit_file", ini::Field::text, &policy->audit_file, 0, 0, false, "absolute path of a JSON-lines file"},
-        {"shared_gpu_gres", ini::Field::text, &shared_gres, 0, 0, false, "shard:N, mps:N or off"}});
+        {"shared_gpu_gres", ini::Field::text, &shared_gres, 0, 0, false, "shard:N, mps:N or off"},
+        {"probe_store", ini::Field::text, &policy->probe_store, 0, 0, false,
+         "absolute directory for scaleguard probe's records, e.g. /fsx/scaleguard/probes"},
+        {"probe_max_age", ini::Field::text, &probe_age, 0, 0, false, "a duration like 30d, 72h"},
+        {"probe_max_gpu_hours", ini::Field::number, &policy->probe_max_gpu_hours, 0, 1e6, false,
+         "GPU-hours a --train-probe job may take (0 = no absolute cap)"},
+        {"probe_max_fraction", ini::Field::number, &policy->probe_max_fraction, 0, 1, false,
+         "fraction of the training job's GPU-hours, e.g. 0.02 (0 = off)"}});
     if (!ok) return ok.error();
     if (auto r = parse_mode(f, "", policy->shadow); !r) return r.error();
     if (auto r = parse_shared_gres(f, shared_gres, policy->shared_gres); !r) return r.error();
@@ -247,6 +254,23 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
       for (const auto& e : f.entries)
         if (e.section.empty() && e.key == "audit_file")
           return f.error_at(e, "audit_file must be an absolute path without '..'", "e.g. /var/log/slurm/scaleguard-audit.jsonl");
+    auto global_entry = [&](const char* key) -> const ini::Entry* {
+      for (const auto& e : f.entries)
+        if (e.section.empty() && e.key == key) return &e;
+      return nullptr;
+    };
+    if (!policy->probe_store.empty() &&
+        (policy->probe_store.front() != '/' || policy->probe_store.find("..") != std::string::npos ||
+         policy->probe_store.size() > 1024))
+      return f.error_at(*global_entry("probe_store"), "probe_store must be an absolute path without '..'",
+                        "e.g. /fsx/scaleguard/probes (owned by root, mode 1777)");
+    if (!probe_age.empty()) {
+      auto h = parse_hours(probe_age);
+      if (!h || h.value() <= 0)
+        return f.error_at(*global_entry("probe_max_age"), "malformed probe_max_age '" + probe_age + "'",
+                          "a duration like 30d, 72h or 90m");
+      policy->probe_max_age_s = h.value() * 3600;
+    }
     policy->node_mtbf_hours = mtbf;
     for (auto& r : text::split(roots, ',')) {
       if (r.empty()) continue;
@@ -377,6 +401,11 @@ std::string describe(const Policy& p) {
     out += "\n";
   }
   if (!p.audit_file.empty()) out += "audit file " + p.audit_file + "\n";
+  out += "probes: " + (p.probe_store.empty() ? std::string("no store (measurements not used)") : "store " + p.probe_store) +
+         ", max age " + text::num(p.probe_max_age_s / 86400, 3) + " d, a probe job at most " +
+         (p.probe_max_gpu_hours > 0 ? text::num(p.probe_max_gpu_hours, 3) + " GPU-hours" : std::string("(no absolute cap)")) +
+         (p.probe_max_fraction > 0 ? " and " + text::num(100 * p.probe_max_fraction, 3) + "% of the training job's" : std::string()) +
+         "\n";
   for (const auto& part : p.partitions) {
     out += "\n[partition " + part.name + "]" + (part.is_default ? " (default)" : "") + "\n";
     const double price = part.capacity == Capacity::spot ? part.inst.spot : part.inst.on_demand;

@@ -104,6 +104,30 @@ netns_create() {
   done
 }
 
+# netns_throttle RATE|off: a token-bucket (tc tbf) limit on both ends of every node's veth, so
+# traffic between the nodes crosses a slow link (issue 16's probe test). Egress is shaped, so
+# both ends are limited. Only what netns_create recorded is touched.
+netns_throttle() {
+  local rate=$1 kind name ifs ns dev
+  [ -r "$netns_file" ] || die "no network namespaces recorded in $netns_file (up with SCALEGUARD_NETNS=1)"
+  command -v tc >/dev/null || die "tc (iproute2) not found"
+  while read -r kind name; do
+    case $kind in
+      bridge) ifs=$(ip -o link show master "$name" | awk -F': ' '{print $2}' | cut -d@ -f1); ns= ;;
+      netns) ifs=$(ip -n "$name" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); ns=$name ;;
+      *) continue ;;
+    esac
+    for dev in $ifs; do
+      if [ "$rate" = off ]; then
+        tc ${ns:+-n "$ns"} qdisc del dev "$dev" root 2>/dev/null || true
+      else
+        tc ${ns:+-n "$ns"} qdisc replace dev "$dev" root tbf rate "$rate" burst 32kbit latency 400ms ||
+          die "tc tbf on $dev${ns:+ in $ns} failed (kernel without sch_tbf?)"
+      fi
+    done
+  done < "$netns_file"
+}
+
 # netns_remove: what netns_create recorded (deleting a namespace deletes its veth pair).
 netns_remove() {
   local kind name

@@ -11,6 +11,7 @@
 
 #include "apply.h"
 #include "audit.h"
+#include "measurements.h"
 #include "policy.h"
 #include "record.h"
 #include "request.h"
@@ -94,6 +95,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   if (request.het_component == 0) t_het = HetSum{entry.uid, 0, 0};
   if (request.het_component >= 0) request.het_prior_gpu_hours = t_het.gpu_hours;
 
+  sg_slurm::attach_measurements(*policy, entry.uid, &request);  // what probes measured (issue 16)
   auto decision = scaleguard::decide(request, *policy);
   if (request.het_component >= 0) {
     t_het.next = request.het_component + 1;
@@ -199,6 +201,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
   }
   auto request = merged(*judged, change);
   request.user = "uid " + std::to_string(uid);
+  sg_slurm::attach_measurements(*policy, uid, &request);
   auto decision = scaleguard::decide(request, *policy);
   entry.decision = &decision;
   entry.message = decision.action == Action::reject ? decision.message : decision.summary;

@@ -82,6 +82,7 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
     snprintf(buf, sizeof buf, "%.6g", j.single_gpu_hours), add("sgh", buf);
     snprintf(buf, sizeof buf, "%.6g", j.deadline_hours), add("dl", buf);
     add("st", j.strategy.substr(0, 16));
+    if (j.probe) add("pr", "1");  // a probe job stays judged on the probe budget
   }
   return r + "]";
 }
@@ -134,6 +135,7 @@ std::optional<scaleguard::JobRequest> decode_record(const std::string& text) {
     else if (k == "sgh") ok = to_double(v, &j.single_gpu_hours);
     else if (k == "dl") ok = to_double(v, &j.deadline_hours);
     else if (k == "st") j.strategy = v;
+    else if (k == "pr") ok = to_int(v, &n), j.probe = n != 0;
     if (!ok) return std::nullopt;
     if (e == body.size()) break;
   }

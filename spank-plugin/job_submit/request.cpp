@@ -77,6 +77,7 @@ constexpr Option kOptions[] = {
     {"train_deadline", "--train-deadline", "hours like 11, 11h, 90m, 2d or 1-12:00:00"},
     {"train_ckpt_dir", "--train-ckpt-dir", "an absolute path of letters, digits and / . _ - + @, without '..', inside the policy's checkpoint roots"},
     {"train_ckpt_interval", "--train-ckpt-interval", "auto or whole minutes (1 to 525600)"},
+    {"train_probe", "--train-probe", "a flag (SCALEGUARD_TRAIN_PROBE=1, yes or on)"},
 };
 
 const Option* find_option(std::string name) {
@@ -142,6 +143,9 @@ bool apply_option(const Option& o, const std::string& v, const scaleguard::Polic
   } else if (name == "train_ckpt_dir") {
     if (!check_ckpt_dir(v, policy, o, error)) return false;
     job->ckpt_dir = v;
+  } else if (name == "train_probe") {
+    if (v != "1" && v != "yes" && v != "on") return fail(error, o, v, "not a flag value");
+    job->probe = true;
   } else if (name == "train_ckpt_interval") {
     if (v == "auto") {
       job->ckpt_interval_min = 0;
@@ -173,6 +177,10 @@ bool collect(char** env, uint32_t size, std::map<const Option*, std::string>* se
     }
     size_t len = strnlen(eq + 1, kMaxValue + 1);
     std::string_view value(eq + 1, len);
+    // A flag option (--train-probe) arrives with no value: "" in the batch environment,
+    // "(null)" in the spank env.
+    if (!strcmp(o->name, "train_probe") && (len == 0 || value == "(null)")) value = "1";
+    len = value.size();
     if (len > kMaxValue) return fail(error, *o, value, "value longer than 4096 bytes");
     if (len == 0) return fail(error, *o, value, "empty value");
     if (has_control(value))

@@ -35,6 +35,9 @@ const std::vector<Option> kOptions = {
     {"train-ckpt-interval", "SCALEGUARD_TRAIN_CKPT_INTERVAL", "auto|MINUTES",
      "[scaleguard] checkpoint interval (auto: Young/Daly from the cluster MTBF)",
      "auto or a whole number of minutes from 1 to 525600"},
+    {"train-probe", "SCALEGUARD_TRAIN_PROBE", "",
+     "[scaleguard] a short probe job: run `scaleguard probe` to measure how --train-model scales (judged on the probe budget)",
+     "a flag without a value (SCALEGUARD_TRAIN_PROBE=1, yes or on)", 0},
 };
 
 std::map<std::string, std::string> values;  // option name -> last value given
@@ -82,6 +85,10 @@ bool check(const std::string& name, const std::string& value, std::string& why) 
   if (name == "train-single-gpu-hours" || name == "train-deadline") return from(parse_hours(value));
   if (name == "train-strategy") return from(parse_strategy(value));
   if (name == "train-ckpt-interval") return check_minutes(value, why);
+  if (name == "train-probe") {
+    if (value == "1" || value == "yes" || value == "on") return true;
+    return why = "not 1, yes or on", false;
+  }
   std::string error;
   if (name == "train-ckpt-dir") {
     std::vector<std::string> roots;
@@ -100,7 +107,7 @@ int on_option(int val, const char* optarg, int remote) {
   return guarded("option", [&]() -> int {
     if (val < 0 || static_cast<std::size_t>(val) >= kOptions.size()) return kFail;
     const Option& opt = kOptions[static_cast<std::size_t>(val)];
-    const std::string value = optarg ? optarg : "";
+    const std::string value = opt.has_arg == 0 ? "1" : optarg ? optarg : "";
     // slurmstepd re-runs the callback with what the submitting host already accepted;
     // the checkpoint directory is checked again there against the node's filesystem.
     std::string error;
@@ -155,7 +162,8 @@ int register_options(spank_t sp) {
   static std::vector<spank_option> table(kOptions.size());
   for (std::size_t i = 0; i < kOptions.size(); ++i) {
     const Option& o = kOptions[i];
-    table[i] = {const_cast<char*>(o.name), const_cast<char*>(o.arginfo), const_cast<char*>(o.usage), 1,
+    table[i] = {const_cast<char*>(o.name), o.has_arg ? const_cast<char*>(o.arginfo) : nullptr,
+                const_cast<char*>(o.usage), o.has_arg,
                 static_cast<int>(i), on_option};
     if (spank_option_register(sp, &table[i]) != ESPANK_SUCCESS) {
       slurm_error("scaleguard: cannot register --%s", o.name);

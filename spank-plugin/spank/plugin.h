@@ -37,6 +37,7 @@ struct Option {
   const char* arginfo;  // shown by --help
   const char* usage;
   const char* accepted; // the accepted forms, quoted in every error
+  int has_arg = 1;      // 0: a flag (--train-probe), its value is "1"
 };
 const std::vector<Option>& options();
 int register_options(spank_t sp);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "scaleguard/measurement.h"
 #include "scaleguard/result.h"
 
 namespace scaleguard {
@@ -46,6 +47,12 @@ struct JobRequest {
   double deadline_hours = 0;     // --train-deadline (wall hours the user can wait)
   std::string ckpt_dir;          // --train-ckpt-dir
   int ckpt_interval_min = 0;     // --train-ckpt-interval; 0 = auto
+  bool probe = false;            // --train-probe: a probe job, judged against the probe budget only
+  // Probe store records of this model the caller read (the CLI, job_submit; decide() does no
+  // I/O), each with the trust its file's owner earned. decide() keeps those of the partition's
+  // instance type, fingerprint and age (policy probe_max_age).
+  std::vector<Measurement> measurements;
+  long long now = 0;             // unix seconds for probe_max_age; 0 = records are not aged
   bool has_intent() const { return !model.empty() || tokens > 0 || single_gpu_hours > 0; }
 };
 

@@ -72,6 +72,12 @@ struct Policy {
   bool shadow = false;                      // mode = shadow: judge and log everything, change nothing
   std::vector<std::string> trusted_users;   // user names or uids whose job updates are not judged
   std::string audit_file;                   // JSON lines, one per decision (job_submit appends); "" = none
+  // Probes (issue 16, docs/policy.md "Probes"): where `scaleguard probe` stores its
+  // measurements, how old one may be, and what a probe job may cost.
+  std::string probe_store;                  // absolute directory; "" = measurements are not used
+  double probe_max_age_s = 30 * 86400.0;    // older records are ignored
+  double probe_max_gpu_hours = 2;           // a --train-probe job's envelope at most this (0 = no absolute cap)
+  double probe_max_fraction = 0.02;         // ... and at most this fraction of the training job's GPU-hours (0 = off)
   SharedGpuGres shared_gres{1, 100};        // shard:1 (a shard counts as a GPU), mps:100 (100% = a GPU)
   const Partition* find_partition(const std::string& name) const;  // nullptr if absent
   const Partition* default_partition() const;

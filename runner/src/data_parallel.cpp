@@ -6,21 +6,13 @@
 #include <torch/utils.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "config.h"
+#include "step_timer.h"
 
 namespace scaleguard::run {
-namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 FlatLayout::FlatLayout(LanguageModel& model, int64_t bucket_bytes, Communicator* shard_group)
     : shard_group_(shard_group) {
   auto named = model.named_parameters();
@@ -133,13 +125,12 @@ void DataParallel::begin_backward(bool sync) {
 
 void DataParallel::on_ready(size_t param_index) {
   if (!sync_) return;
-  double t0 = now_s();
+  TimedInterval timed(Timed::kComm);  // on a GPU ~0: launching and testing do not stall the stream
   if (--pending_[bucket_of_[param_index]] == 0) launch_ready_prefix();
   // Open MPI progresses non-blocking collectives only inside MPI calls: poke the ones in
   // flight so they advance while backward keeps computing.
   for (size_t b = 0; b < next_launch_; ++b)
     if (work_[b] && work_[b]->test()) work_[b].reset();
-  comm_s_ += now_s() - t0;
 }
 
 size_t DataParallel::first_blocking() const {
@@ -168,7 +159,7 @@ void DataParallel::finish() {
   // Benchmark diagnostic (bench/runner/run.sh): without it comm_ms also holds the time this
   // rank waits for a slower one to finish backward; the barrier takes that wait out of it.
   if (barrier_before_comm_) group_.barrier();
-  double t0 = now_s();
+  TimedInterval timed(Timed::kComm);
   // Buckets whose hooks never fired (parameters unused this step) still hold valid (zero)
   // gradients and must be summed so every rank issues the same collectives.
   const size_t end = first_blocking();
@@ -178,13 +169,6 @@ void DataParallel::finish() {
   for (; next_launch_ < pending_.size(); ++next_launch_)
     group_.all_reduce_now(layout_.buckets()[next_launch_].grads, ReduceOp::kSum);
   sync_ = false;
-  comm_s_ += now_s() - t0;
-}
-
-double DataParallel::take_comm_seconds() {
-  double s = comm_s_;
-  comm_s_ = 0;
-  return s;
 }
 
 void DataParallel::broadcast_parameters() {

@@ -96,8 +96,6 @@ class DataParallel {
   // Launches what is left and waits for every bucket; grads (sharded: each bucket's
   // grad_shard) are then globally summed.
   void finish();
-  // Seconds spent inside communication calls since the last call (launch, progress, wait).
-  double take_comm_seconds();
   // Identical parameters on every rank (rank 0's), before the first step.
   void broadcast_parameters();
 
@@ -117,7 +115,7 @@ class DataParallel {
   size_t next_launch_ = 0;              // buckets launch in index order on every rank
   std::vector<std::unique_ptr<Work>> work_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keep hooks alive
-  double comm_s_ = 0;
+  // Communication time (launch, progress, wait) goes to step_timer() as Timed::kComm.
   // SCALEGUARD_DP_BARRIER_BEFORE_COMM=1: a barrier (not timed) starts finish(), so comm_ms
   // leaves out waiting for the slowest rank's backward (rank skew); a benchmark diagnostic.
   bool barrier_before_comm_ = false;

@@ -277,7 +277,6 @@ class Gpt : public LanguageModel {
     if (tied_copy_ && name == "wte.weight") return false;
     return !slice_of(name).whole() || tp_.rank() == 0;
   }
-  double take_comm_seconds() override { return tp_.take_comm_seconds(); }
 
  private:
   ModelPart part_;

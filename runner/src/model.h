@@ -57,8 +57,6 @@ class LanguageModel : public torch::nn::Module {
   // pipeline-parallel groups: every gradient exactly once (replicated ones on tp rank 0,
   // the tied copy on the first stage only).
   virtual bool counts_in_norm(const std::string& /*name*/) const { return true; }
-  // Seconds spent in tensor-parallel collectives since the last call.
-  virtual double take_comm_seconds() { return 0; }
 };
 
 // Deterministic: the same config and seed give bit-identical parameters on every rank.

@@ -2,16 +2,13 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <cmath>
 #include <memory>
 
+#include "step_timer.h"
+
 namespace scaleguard::run {
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The elements of `shard_tensor` (a bucket shard) that belong to piece `pc`.
 at::Tensor piece_of(const at::Tensor& shard_tensor, const ShardPiece& pc) {
@@ -100,14 +97,13 @@ void AdamW::step(double lr, const BeforeWrite& before_write) {
   if (!group || group->size() == 1) return;
   // ZeRO-1: every rank updated its shard; gather the whole buckets. The send buffer may not
   // alias the receive buffer, so the shard goes through the (now free) scratch.
-  double t0 = now_s();
+  TimedInterval timed(Timed::kComm);
   std::vector<std::unique_ptr<Work>> work;
   for (size_t b = 0; b < buckets.size(); ++b) {
     scratch_[b].copy_(buckets[b].param_shard());
     work.push_back(group->all_gather(scratch_[b], buckets[b].params));
   }
   for (auto& w : work) w->wait();
-  comm_s_ += now_s() - t0;
 }
 
 std::vector<OptimTensor> AdamW::named_state() const {
@@ -128,12 +124,6 @@ int64_t AdamW::state_bytes() const {
   for (size_t b = 0; b < exp_avg_.size(); ++b)
     n += (exp_avg_[b].numel() + exp_avg_sq_[b].numel()) * static_cast<int64_t>(exp_avg_[b].element_size());
   return n;
-}
-
-double AdamW::take_comm_seconds() {
-  double s = comm_s_;
-  comm_s_ = 0;
-  return s;
 }
 
 }  // namespace scaleguard::run

@@ -47,20 +47,21 @@ class AdamW {
   void step(double lr, const BeforeWrite& before_write = {});
   int64_t steps_taken() const { return step_; }  // the per-parameter "step" of every tensor
   void set_steps_taken(int64_t s) { step_ = s; }
+  // Top-k compression with momentum correction keeps the momentum before selection
+  // (compress.h): the exchanged gradient is already a velocity, so beta1 becomes 0.
+  void set_beta1(double b) { beta1_ = b; }
   // exp_avg and exp_avg_sq of every parameter (piece) this rank holds, in parameter-name
   // order: what a checkpoint saves and loads (in place).
   std::vector<OptimTensor> named_state() const;
   // Bytes of optimizer state on this rank (exp_avg + exp_avg_sq): 1/dp of the whole under ZeRO-1.
   int64_t state_bytes() const;
-  // Seconds spent in the parameter all-gather since the last call (ZeRO-1).
-  double take_comm_seconds();
 
  private:
   FlatLayout& layout_;
   double beta1_, beta2_, eps_, weight_decay_;
   int64_t step_ = 0;
   std::vector<at::Tensor> exp_avg_, exp_avg_sq_, scratch_;  // per bucket shard
-  double comm_s_ = 0;
+  // ZeRO-1's parameter all-gather is timed on step_timer() as Timed::kComm.
 };
 
 }  // namespace scaleguard::run

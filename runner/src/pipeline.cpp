@@ -3,10 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <sstream>
 #include <string>
+
+#include "step_timer.h"
 
 namespace scaleguard::run {
 namespace {
@@ -15,10 +16,6 @@ namespace {
 // sent (MPI's non-overtaking rule), so micro-batch order needs no tag of its own.
 constexpr int kTagForward = 0;
 constexpr int kTagBackward = 1;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -101,32 +98,32 @@ Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
   std::pair<at::Tensor, at::Tensor> xy;
   if (grid_.first_stage() || grid_.last_stage()) xy = batch(u);
   f.input = grid_.first_stage() ? xy.first : std::move(input);
-  double t0 = now_s();
-  if (grid_.last_stage()) {
-    at::Tensor l = model_.loss(f.input, xy.second);
-    out.loss_sum += l.detach().item<double>();
-    f.output = l * scale;
-  } else {
-    f.output = model_.forward(f.input);
+  {
+    TimedInterval busy(Timed::kPipelineBusy);
+    if (grid_.last_stage()) {
+      at::Tensor l = model_.loss(f.input, xy.second);
+      out.loss_sum += l.detach().item<double>();
+      f.output = l * scale;
+    } else {
+      f.output = model_.forward(f.input);
+    }
   }
-  out.busy_s += now_s() - t0;
   if (send && !grid_.last_stage()) send_forward(f.output);
   return f;
 }
 
 void Pipeline::backward(int64_t u, InFlight& f, const at::Tensor& grad,
-                        const std::function<void(int64_t)>& before_backward, PipelineStep& out) {
+                        const std::function<void(int64_t)>& before_backward, PipelineStep& /*out*/) {
   before_backward(u);
-  double t0 = now_s();
+  TimedInterval busy(Timed::kPipelineBusy);
   if (grid_.last_stage()) f.output.backward();
   else f.output.backward(grad);
-  out.busy_s += now_s() - t0;
 }
 
 PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch,
                            const std::function<void(int64_t)>& before_backward, double scale) {
   PipelineStep out;
-  const double t0 = now_s();
+  TimedInterval total(Timed::kPipeline);
   const int64_t m = cfg_.micro_batches;
   const bool first = grid_.first_stage(), last = grid_.last_stage();
   // Sends are blocking (a large message waits for its receive), so each pair of
@@ -185,7 +182,6 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
     }
     for (; done < m; ++done) backward_and_send(done, live[static_cast<size_t>(done)]);
   }
-  out.total_s = now_s() - t0;
   return out;
 }
 

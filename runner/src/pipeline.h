@@ -35,8 +35,8 @@ std::vector<int64_t> split_stages(const StageCosts& costs, int64_t n_layer, int 
 
 struct PipelineStep {
   double loss_sum = 0;  // sum of the micro-batch mean losses (last stage; 0 elsewhere)
-  double busy_s = 0;    // time in this stage's forward and backward compute
-  double total_s = 0;   // wall time of the whole schedule on this stage
+  // The stage's forward and backward compute and the whole schedule are timed on
+  // step_timer() as Timed::kPipelineBusy and Timed::kPipeline.
 };
 
 class Pipeline {

@@ -3,20 +3,16 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <chrono>
 #include <cstdint>
 
 #include "config.h"
+#include "step_timer.h"
 
 namespace scaleguard::run {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The group travels to backward through saved_data, which holds IValues only: store the
 // pointer as an integer (the model owns the group and outlives every graph it builds).
@@ -62,9 +58,10 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     const int64_t n = logits.size(1);
     at::Tensor x = logits.to(at::kFloat);                                    // (N, Vl)
     at::Tensor max = std::get<0>(x.max(1)).contiguous();                     // (N)
-    double t0 = now_s();
-    group->comm()->all_reduce(max, ReduceOp::kMax)->wait();
-    group->add_comm_seconds(now_s() - t0);
+    {
+      TimedInterval timed(Timed::kComm);
+      group->comm()->all_reduce(max, ReduceOp::kMax)->wait();
+    }
     at::Tensor shifted = x - max.unsqueeze(1);                               // (N, Vl)
     at::Tensor outside = (targets < first).logical_or(targets >= first + n); // (N) target not on this rank
     at::Tensor local = (targets - first).masked_fill(outside, 0);            // (N)
@@ -143,17 +140,8 @@ at::Tensor TpGroup::f(const at::Tensor& x) { return size() == 1 ? x : CopyToPara
 at::Tensor TpGroup::g(const at::Tensor& x) { return size() == 1 ? x : ReduceFromParallel::apply(x, this); }
 
 void TpGroup::all_reduce(const at::Tensor& t) {
-  double t0 = now_s();
+  TimedInterval timed(Timed::kComm);
   comm_->all_reduce(t, ReduceOp::kSum)->wait();
-  comm_s_ += now_s() - t0;
-}
-
-void TpGroup::add_comm_seconds(double s) { comm_s_ += s; }
-
-double TpGroup::take_comm_seconds() {
-  double s = comm_s_;
-  comm_s_ = 0;
-  return s;
 }
 
 ParallelLinear::ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* group, int64_t interleave)

@@ -48,14 +48,11 @@ class TpGroup {
   at::Tensor f(const at::Tensor& x);  // identity forward, all-reduce backward
   at::Tensor g(const at::Tensor& x);  // all-reduce forward, identity backward
   Communicator* comm() const { return comm_; }
-  // In-place sum over the group; the time counts as communication.
+  // In-place sum over the group; the time counts as communication (step_timer.h).
   void all_reduce(const at::Tensor& t);
-  void add_comm_seconds(double s);
-  double take_comm_seconds();
 
  private:
   Communicator* comm_;
-  double comm_s_ = 0;
 };
 
 // Vocabulary-parallel embedding (Megatron): `weight` holds rows [first, first + rows) of

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "exit_codes.h"
+#include "step_timer.h"
 
 namespace scaleguard::run {
 namespace {
@@ -79,14 +80,39 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     part.has_embedding = grid_.first_stage();
     part.has_head = grid_.last_stage();
   }
+  // comm_ms, the pipeline phase and step_ms: host clocks on the CPU, CUDA events on a GPU.
+  timer_ = make_step_timer(device_.is_cuda(), device_.is_cuda() ? device_.index() : -1);
+  set_step_timer(timer_);
+  if (launch_.rank == 0 && device_.is_cuda())
+    std::fprintf(stderr, "scaleguard-run: timings (step_ms, comm_ms, pipeline bubble): %s\n",
+                 std::strcmp(timer_->clock(), "host") == 0
+                     ? "HOST CLOCKS (SCALEGUARD_STEP_TIMER=host: enqueue times, not for calibration)"
+                     : "CUDA events on the training stream, resolved with one synchronisation per step");
   model_ = make_model(cfg, part);  // initialised on the CPU: the same values on every device
   model_->to(device_);
   if (grid_.pp > 1) pipeline_ = std::make_unique<Pipeline>(cfg, grid_, *model_, device_);
   // ZeRO-1 (issue 6 part A): the layout, and so the optimizer state, sharded over dp.
   layout_ = std::make_unique<FlatLayout>(*model_, static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
                                          cfg.zero >= 1 ? grid_.dp_group.get() : nullptr);
-  dp_ = std::make_unique<DataParallel>(*layout_, *grid_.dp_group, !cfg.no_overlap);
+  const bool compress = cfg.compress != "none" && grid_.dp > 1;
+  // Top-k: no bucket all-reduce from the hooks; the compressor exchanges after backward.
+  dp_ = std::make_unique<DataParallel>(*layout_, *grid_.dp_group, !cfg.no_overlap && !compress);
   optim_ = std::make_unique<AdamW>(*layout_, cfg);
+  if (compress) {
+    compress_ = std::make_unique<TopKCompressor>(*layout_, *grid_.dp_group, cfg);
+    if (compress_->momentum_correction()) optim_->set_beta1(0);
+  }
+  if (launch_.rank == 0 && cfg.compress != "none")
+    std::fprintf(stderr, "scaleguard-run: %s\n",
+                 compress ? ("top-k compression " + cfg.compress + " over dp=" + std::to_string(grid_.dp) +
+                             (compress_->momentum_correction()
+                                  ? ", momentum correction " + std::to_string(cfg.compress_momentum) + " (AdamW beta1 0)"
+                                  : ", residual accumulation (no momentum correction)") +
+                             ", density warm-up over " + std::to_string(cfg.compress_warmup >= 0 ? cfg.compress_warmup : cfg.warmup) +
+                             " steps, local clipping at grad-clip/sqrt(dp)")
+                                .c_str()
+                          : ("--compress " + cfg.compress + " does nothing with one data-parallel rank (no gradient exchange): "
+                             "training uncompressed").c_str());
   if (launch_.rank == 0)
     std::fprintf(stderr, "scaleguard-run: tp=%d%s: optimizer state %lld bytes per rank\n", grid_.tp,
                  cfg.zero >= 1 ? ", ZeRO-1 (sharded over dp)" : "", static_cast<long long>(optim_->state_bytes()));
@@ -131,6 +157,7 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
 }
 
 Trainer::~Trainer() {
+  set_step_timer(nullptr);
   if (metrics_) std::fclose(metrics_);
   if (sample_log_) std::fclose(sample_log_);
 }
@@ -170,8 +197,9 @@ int Trainer::run() {
     mem = std::make_shared<PeakMemory>();
     mem_guard = std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, mem);
   }
+  timer_->resolve();  // nothing before the first step counts in it
   while (state_.step < cfg_.steps) {
-    double t0 = now_s();
+    const StepTimer::Mark step_start = timer_->begin();
     double lr = lr_at(cfg_, state_.step);
     layout_->zero_grad();
     double loss_sum = 0;  // this rank's micro-batch losses (the last stage's with pp)
@@ -191,31 +219,38 @@ int Trainer::run() {
       }
       loss_sum = sum.item<double>();
     }
-    dp_->finish();
-    double comm_s = dp_->take_comm_seconds() + sync_tied_embedding() + model_->take_comm_seconds();
-    // Every gradient once: over the tp and pp groups, and the dp shards under ZeRO-1.
-    double grad_norm = clip_grad_norm(*layout_, cfg_.grad_clip, {grid_.tp_group.get(), grid_.pp_group.get()});
+    if (compress_) compress_->exchange(state_.step);
+    else dp_->finish();
+    sync_tied_embedding();
+    // Every gradient once: over the tp and pp groups, and the dp shards under ZeRO-1. Top-k
+    // clipped each rank's gradient before selection (DGC's local clipping): norm only here.
+    double grad_norm = clip_grad_norm(*layout_, compress_ ? 0.0 : cfg_.grad_clip, {grid_.tp_group.get(), grid_.pp_group.get()});
     optim_->step(lr, hooks.before_update);
-    comm_s += optim_->take_comm_seconds();  // ZeRO-1's parameter all-gather
     ++state_.step;
     state_.position = static_cast<uint64_t>(state_.step * cfg_.global_batch);
     state_.epoch = static_cast<int64_t>(state_.position / sampler_.n());
     state_.lr = lr;
 
-    // One small all-reduce per step: the global loss, whether any rank was signalled (so
-    // every rank stops at the same step boundary) and the stages' compute time. Only the
-    // last stage's world / pp ranks compute a loss.
-    double agree[3] = {loss_sum / static_cast<double>(accum_), stop_signal() ? 1.0 : 0.0, pipe.busy_s};
-    MPI_Allreduce(MPI_IN_PLACE, agree, 3, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
+    // One small all-reduce per step: the global loss and whether any rank was signalled (so
+    // every rank stops at the same step boundary). Only the last stage's world / pp ranks
+    // compute a loss.
+    double agree[2] = {loss_sum / static_cast<double>(accum_), stop_signal() ? 1.0 : 0.0};
+    MPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
     loss = agree[0] * grid_.pp / grid_.world->size();
     bool stopping = agree[1] > 0;
+    // The step's timings, resolved once (on a GPU: the step's one event synchronisation).
+    timer_->end(step_start, Timed::kStep);
+    const StepTimes times = timer_->resolve();
+    const double step_s = times[Timed::kStep], comm_s = times[Timed::kComm];
     // The pipeline phase lasts until the slowest stage is done (every stage started it when
     // the previous step's all-reduce returned); a stage's bubble is the part of it it spent
     // not computing: waiting for activations or gradients, and sending them.
-    double pipeline_s = pipe.total_s;
-    if (pipeline_) MPI_Allreduce(MPI_IN_PLACE, &pipeline_s, 1, MPI_DOUBLE, MPI_MAX, launch_.world_comm);
-    double bubble_s = pipeline_ ? pipeline_s - agree[2] / grid_.world->size() : 0;
-    double step_s = now_s() - t0;
+    double pipeline_s = times[Timed::kPipeline], busy_s = times[Timed::kPipelineBusy];
+    if (pipeline_) {
+      MPI_Allreduce(MPI_IN_PLACE, &pipeline_s, 1, MPI_DOUBLE, MPI_MAX, launch_.world_comm);
+      MPI_Allreduce(MPI_IN_PLACE, &busy_s, 1, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
+    }
+    double bubble_s = pipeline_ ? pipeline_s - busy_s / grid_.world->size() : 0;
     if (state_.step % cfg_.log_every == 0 || state_.step == cfg_.steps || stopping)
       log_step(loss, lr, step_s, comm_s, grad_norm, pipeline_s, bubble_s);
     if (hooks.after_step) hooks.after_step(*this, stopping);
@@ -245,12 +280,11 @@ int Trainer::run() {
   return kExitOk;
 }
 
-double Trainer::sync_tied_embedding() {
-  if (!grid_.embedding_group || cfg_.untied_head) return 0;
-  double t0 = now_s();
+void Trainer::sync_tied_embedding() {
+  if (!grid_.embedding_group || cfg_.untied_head) return;
+  TimedInterval timed(Timed::kComm);
   for (const auto& p : layout_->params())
     if (p.name == "wte.weight") grid_.embedding_group->all_reduce(p.param.grad(), ReduceOp::kSum)->wait();
-  return now_s() - t0;
 }
 
 void Trainer::log_run() {
@@ -279,18 +313,26 @@ void Trainer::log_run() {
 void Trainer::log_step(double loss, double lr, double step_s, double comm_s, double grad_norm, double pipeline_s,
                        double bubble_s) {
   if (launch_.rank != 0) return;
+  // Bytes this rank sent for the data-parallel gradient exchange (compress.h: ring model):
+  // the top-k all-gather, or the dense all-reduce, which comm_bytes_dense always gives.
+  int64_t n = 0;
+  for (const auto& p : layout_->params()) n += p.numel;
+  const int64_t dense_bytes = dense_allreduce_bytes(n, grid_.dp);
+  const int64_t comm_bytes = compress_ ? compress_->last_bytes() : dense_bytes;
   double tokens = static_cast<double>(cfg_.global_batch * cfg_.seq_len);
   double tok_s = tokens / step_s;
   if (metrics_) {
     std::fprintf(metrics_,
                  "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"tokens_per_s\":%.1f,\"samples_per_s\":%.2f,"
                  "\"step_ms\":%.3f,\"comm_ms\":%.3f,\"comm_fraction\":%.4f,\"grad_norm\":%.5f,"
-                 "\"pipeline_ms\":%.3f,\"bubble_fraction\":%.4f}\n",
+                 "\"pipeline_ms\":%.3f,\"bubble_fraction\":%.4f,\"comm_bytes\":%lld,\"comm_bytes_dense\":%lld,"
+                 "\"density\":%.6g}\n",
                  static_cast<long long>(state_.step), loss, lr, tok_s, cfg_.global_batch / step_s, step_s * 1e3,
                  comm_s * 1e3, comm_s / step_s, grad_norm, pipeline_s * 1e3,
                  // A stage that left the previous step's all-reduce before rank 0 started this
                  // step earlier: its span may exceed rank 0's step.
-                 bubble_s / std::max(step_s, pipeline_s));
+                 bubble_s / std::max(step_s, pipeline_s), static_cast<long long>(comm_bytes),
+                 static_cast<long long>(dense_bytes), compress_ ? compress_->density_at(state_.step - 1) : 1.0);
     std::fflush(metrics_);
   }
   if (!cfg_.quiet) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "compress.h"
 #include "config.h"
 #include "data_parallel.h"
 #include "grid.h"
@@ -17,6 +18,7 @@
 #include "model.h"
 #include "optim.h"
 #include "pipeline.h"
+#include "step_timer.h"
 #include "tokens.h"
 
 namespace scaleguard::run {
@@ -64,6 +66,7 @@ class Trainer {
   TrainState& state() { return state_; }
   const std::vector<FlatParam>& parameters() const { return layout_->params(); }
   AdamW& optimizer() { return *optim_; }
+  TopKCompressor* compressor() { return compress_.get(); }  // --compress topk with dp > 1, else null
   at::Tensor rng_state() const;                // default CPU generator
   void set_rng_state(const at::Tensor& state);
   // XXH3-64 hex over all parameters of the whole model, name order. With pp > 1 the stages'
@@ -80,8 +83,8 @@ class Trainer {
                 double bubble_s);
   // The whole model's parameters by name (gathered over the pp group when pp > 1).
   std::vector<std::pair<std::string, at::Tensor>> all_parameters() const;
-  // Sums the tied embedding's gradient between the first and last stage; returns seconds.
-  double sync_tied_embedding();
+  // Sums the tied embedding's gradient between the first and last stage (timed as comm).
+  void sync_tied_embedding();
   void finish_run(double loss);
 
   const Config& cfg_;
@@ -94,10 +97,12 @@ class Trainer {
   std::unique_ptr<FlatLayout> layout_;
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<AdamW> optim_;
+  std::unique_ptr<TopKCompressor> compress_;
   std::unique_ptr<Pipeline> pipeline_;  // pp > 1
   std::vector<int64_t> stage_bounds_;   // pp > 1: stage s runs blocks [b[s], b[s+1])
   TrainState state_;
   int64_t accum_ = 1;
+  std::shared_ptr<StepTimer> timer_;    // also the process-wide step_timer() while this lives
   double run_start_s_ = 0;
   int64_t first_step_ = 0;
   FILE* metrics_ = nullptr;

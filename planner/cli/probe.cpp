@@ -279,16 +279,17 @@ int run(int argc, char** argv) {
   double spent_s = 0;  // GPU-seconds: ranks x wall
   std::fprintf(stderr, "scaleguard probe: %s (%d layers, hidden %d, seq %d) on %s, budget %.4g GPU-hours, %s\n",
                spec.c_str(), s.model.layers, s.model.hidden, s.model.seq, instance.c_str(), budget_h, s.launcher.c_str());
-  RunResult warm = run_one(s, 1, 1, steps_opt > 0 ? 3 : 4, budget_s * 0.2, "warmup");
-  spent_s += warm.wall_s;
-  if (!warm.ok) {
-    std::fprintf(stderr, "scaleguard probe: the warm-up run failed (see %s)\n", warm.log.c_str());
-    return 1;
-  }
-  const double t1_guess = median(warm.step_ms) / 1e3;
-  const double startup_s = std::max(0.0, warm.wall_s - t1_guess * 4);
   int steps = steps_opt;
   if (steps == 0) {
+    RunResult warm = run_one(s, 1, 1, 4, budget_s * 0.2, "warmup");
+    spent_s += warm.wall_s;
+    if (!warm.ok) {
+      std::fprintf(stderr, "scaleguard probe: the warm-up run %s (see %s)\n",
+                   warm.stopped ? "used up a fifth of the budget before 3 steps" : "failed", warm.log.c_str());
+      return 1;
+    }
+    const double t1_guess = median(warm.step_ms) / 1e3;
+    const double startup_s = std::max(0.0, warm.wall_s - t1_guess * 4);
     // The 1-rank run may take a quarter of what is left; the 2-rank run gets the rest, halved.
     const double left = budget_s - spent_s;
     steps = static_cast<int>(std::floor((0.25 * left - startup_s) / std::max(t1_guess, 1e-3)));

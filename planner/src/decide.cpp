@@ -156,7 +156,7 @@ Decision judge_probe(const JobRequest& job, const Policy& policy, const Partitio
     d.action = Action::reject;
     d.rules.push_back(RuleHit{"probe_budget", Action::reject, detail});
     d.summary = "scaleguard: reject [probe_budget]: probe job over its budget";
-    d.message = "scaleguard: " + detail + ".";
+    d.message = "scaleguard: [probe_budget] " + detail + ".";
     if (cap < 1e18 && env.gpus > 0) {
       const int minutes = static_cast<int>(cap * 60 / env.gpus);
       d.message += minutes >= 1 ? text::format(" Ask for instead: --time=%d (minutes) on %d GPUs.", minutes, env.gpus)

@@ -6,7 +6,7 @@ load helpers
 @test "--help lists every verb and exits 0" {
   run sg --help
   assert_exit 0
-  for verb in plan decide compare policy ckpt-interval calibrate ckpt report; do
+  for verb in plan decide compare policy ckpt-interval calibrate ckpt report probe; do
     assert_output --partial "  $verb "
   done
   run sg -h
@@ -32,7 +32,7 @@ load helpers
 }
 
 @test "every verb answers --help with its usage and exits 0" {
-  for verb in plan decide compare ckpt-interval calibrate; do
+  for verb in plan decide compare ckpt-interval calibrate probe; do
     run sg $verb --help
     assert_exit 0
     assert_output --partial "usage: scaleguard $verb"
@@ -49,7 +49,7 @@ load helpers
 }
 
 @test "an unknown option is a usage error on every verb" {
-  for verb in plan decide compare ckpt-interval calibrate; do
+  for verb in plan decide compare ckpt-interval calibrate probe; do
     run sg $verb --no-such-option
     assert_usage_error "no-such-option"
   done

@@ -117,7 +117,7 @@ submit_scale_out() {
   submit_scale_out
   [[ $(job_field "$scale_job" NumNodes) =~ ^1(-1)?$ ]]
   run job_comment "$scale_job"
-  assert_output --regexp 'rewrite\[(max_comm_ratio|min_doubling_speedup)'
+  assert_output --regexp 'rewrite \[[a-z_,]*(max_comm_ratio|min_doubling_speedup)'
   # The user is told what was measured, when, and by which probe job.
   run as_user "$RUN_TMP" sbatch --test-only -N2 --gpus-per-node=8 --time=60 --train-model="$MODEL" --train-tokens=1T --wrap true
   assert_output --partial "measured"
@@ -166,4 +166,14 @@ submit_scale_out() {
   assert_failure
   assert_output --partial 'probe_budget'
   assert_output --partial 'GPU-hours allowed for a probe'
+}
+
+@test "the probe stops within its budget and says so (a budget too small for 3 steps fails, stores nothing)" {
+  local before
+  before=$(ls "$STORE" | wc -l)
+  run env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$SG" probe --policy "$PROBE_POLICY" \
+    --model "$MODEL" --runner "$RUNNER" --launcher mpirun --device cpu --max-gpu-hours 0.0002 --workdir "$RUN_TMP/tiny"
+  assert_failure
+  assert_output --partial 'budget'
+  [ "$(ls "$STORE" | wc -l)" = "$before" ]
 }

@@ -223,6 +223,8 @@ struct StoreReader::Impl {
     Stamp stamp;
     std::vector<Owned> records;
     std::vector<std::string> problems;
+    time_t window = 0;  // second of the last rescans, and how many in it
+    int rescans_in_window = 0;
   };
   std::mutex mu;
   std::map<std::pair<std::string, std::string>, Entry> cache;  // (dir, fingerprint)
@@ -258,10 +260,18 @@ std::vector<Measurement> StoreReader::lookup(const std::string& dir, const std::
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto key = std::make_pair(dir, fingerprint);
     auto it = impl_->cache.find(key);
-    if (it == impl_->cache.end() || !(it->second.stamp == stamp)) {
+    // A directory that changes all the time (someone churning files to make slurmctld rescan on
+    // every submission) is rescanned at most kMaxRescansPerSecond times a second per model.
+    const time_t second = std::time(nullptr);
+    const bool churning = it != impl_->cache.end() && it->second.window == second &&
+                          it->second.rescans_in_window >= kMaxRescansPerSecond;
+    if ((it == impl_->cache.end() || !(it->second.stamp == stamp)) && !churning) {
+      const int rescans = it != impl_->cache.end() && it->second.window == second ? it->second.rescans_in_window : 0;
       if (impl_->cache.size() > 1024) impl_->cache.clear();  // bounded: many models, rarely
       Impl::Entry e;
       e.stamp = stamp;
+      e.window = second;
+      e.rescans_in_window = rescans + 1;
       ++impl_->scans;
       const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       struct stat dst {};
@@ -282,10 +292,16 @@ std::vector<Measurement> StoreReader::lookup(const std::string& dir, const std::
           ::close(dfd);
         } else {
           const std::string prefix = fingerprint + ".";
+          auto note = [&e](std::string what) {  // bounded: a store full of junk must not fill the log
+            if (e.problems.size() < 32) e.problems.push_back(std::move(what));
+          };
           std::size_t looked = 0;
           while (dirent* de = ::readdir(d)) {
             if (++looked > kMaxDirEntries) {
-              e.problems.push_back("probe store " + dir + ": more than 4096 entries, the rest not read");
+              // Partly read, it could miss a trusted record: not used at all (the model decides).
+              e.problems.push_back("probe store " + dir + ": more than " + std::to_string(kMaxDirEntries) +
+                                   " entries: not used (clean it up)");
+              e.records.clear();
               break;
             }
             const std::string name = de->d_name;
@@ -294,7 +310,7 @@ std::vector<Measurement> StoreReader::lookup(const std::string& dir, const std::
               continue;
             const int fd = ::openat(::dirfd(d), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             if (fd < 0) {
-              e.problems.push_back(name + ": " + std::strerror(errno) + " (a symlink?): ignored");
+              note(name + ": " + std::strerror(errno) + " (a symlink?): ignored");
               continue;
             }
             struct stat fst {};
@@ -305,22 +321,22 @@ std::vector<Measurement> StoreReader::lookup(const std::string& dir, const std::
               got = ::read(fd, buf, sizeof buf);
             ::close(fd);
             if (got < 0 || got > static_cast<ssize_t>(kMaxRecordBytes)) {
-              e.problems.push_back(name + ": not a single-linked regular file of at most 4096 bytes: ignored");
+              note(name + ": not a single-linked regular file of at most 4096 bytes: ignored");
               continue;
             }
             // The name says whose it is; it must agree with the owner (no squatting on another uid's name).
             const std::string owner_tag = ".u" + std::to_string(static_cast<unsigned long>(fst.st_uid)) + ".rec";
             if (name.size() < owner_tag.size() || name.compare(name.size() - owner_tag.size(), owner_tag.size(), owner_tag) != 0) {
-              e.problems.push_back(name + ": owned by uid " + std::to_string(fst.st_uid) + ", not the uid it names: ignored");
+              note(name + ": owned by uid " + std::to_string(fst.st_uid) + ", not the uid it names: ignored");
               continue;
             }
             auto rec = parse_record(std::string_view(buf, static_cast<std::size_t>(got)));
             if (!rec) {
-              e.problems.push_back(name + ": " + rec.error().message + ": ignored");
+              note(name + ": " + rec.error().message + ": ignored");
               continue;
             }
             if (rec.value().fingerprint != fingerprint) {
-              e.problems.push_back(name + ": its fingerprint is not its name's: ignored");
+              note(name + ": its fingerprint is not its name's: ignored");
               continue;
             }
             if (e.records.size() < 256) e.records.push_back(Impl::Owned{std::move(rec).value(), fst.st_uid});

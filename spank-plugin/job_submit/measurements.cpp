@@ -21,14 +21,17 @@ scaleguard::probe::StoreReader& reader() {
   return r;
 }
 
-// root, SlurmUser and the policy's trusted_users as uids; names resolved once per policy.
+// root, SlurmUser and the policy's trusted_users as uids; names resolved again only when the
+// list (or SlurmUser) changes, so a submission does not ask NSS.
 std::vector<uid_t> admins(const scaleguard::Policy& policy) {
   static std::mutex mu;
-  static const scaleguard::Policy* resolved_for = nullptr;
+  static std::vector<std::string> resolved_for{"\n"};  // never a real list
+  static uid_t resolved_slurm_user = 0;
   static std::vector<uid_t> resolved;
   std::lock_guard<std::mutex> lock(mu);
-  if (resolved_for != &policy) {
-    resolved = {0, static_cast<uid_t>(slurm_conf.slurm_user_id)};
+  const uid_t slurm_user = static_cast<uid_t>(slurm_conf.slurm_user_id);
+  if (resolved_for != policy.trusted_users || resolved_slurm_user != slurm_user) {
+    resolved = {0, slurm_user};
     for (const auto& u : policy.trusted_users) {
       if (!u.empty() && u.size() <= 10 && u.find_first_not_of("0123456789") == std::string::npos) {
         resolved.push_back(static_cast<uid_t>(std::stoul(u)));
@@ -38,7 +41,8 @@ std::vector<uid_t> admins(const scaleguard::Policy& policy) {
       char buf[2048];
       if (getpwnam_r(u.c_str(), &pw, buf, sizeof buf, &out) == 0 && out) resolved.push_back(out->pw_uid);
     }
-    resolved_for = &policy;
+    resolved_for = policy.trusted_users;
+    resolved_slurm_user = slurm_user;
   }
   return resolved;
 }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <thread>
 
@@ -241,6 +242,21 @@ TEST(ProbeStore, AnUnchangedDirectoryCostsOneStat) {
   EXPECT_EQ(r.scans(), scans + 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_DOUBLE_EQ(got[0].speedup, 0.9);
+}
+
+TEST(ProbeStore, AChurningDirectoryIsRescannedAtMostEightTimesASecond) {
+  Store s;
+  const uid_t me = geteuid();
+  Measurement m = sample();
+  probe::StoreReader r;
+  const time_t start = std::time(nullptr);
+  for (int i = 0; i < 60; ++i) {
+    m.speedup = 1 + i * 0.01;
+    ASSERT_TRUE(probe::write_record(s.dir, m).ok());
+    EXPECT_EQ(r.lookup(s.dir, m.fingerprint, me, {me}).size(), 1u);
+  }
+  const long seconds = static_cast<long>(std::time(nullptr) - start) + 1;
+  EXPECT_LE(r.scans(), probe::kMaxRescansPerSecond * seconds);
 }
 
 // --- decide() with measurements ------------------------------------------------------------

@@ -21,7 +21,8 @@
 namespace scaleguard::probe {
 
 constexpr std::size_t kMaxRecordBytes = 4096;   // a record is ~500 bytes
-constexpr std::size_t kMaxDirEntries = 4096;    // names looked at per directory scan
+constexpr std::size_t kMaxDirEntries = 65536;   // names per directory scan; more: the store is not used
+constexpr int kMaxRescansPerSecond = 8;         // per model; a churning directory is served from the cache
 
 // key=value lines, one record (format_record writes exactly what parse_record accepts).
 std::string format_record(const Measurement& m, const std::string& model_spec = "");

@@ -121,6 +121,7 @@ void Saver::start(Snapshot snap) {
     // Test hook: the writer thread starts copying late, so the training thread's fences
     // must copy every tensor it changes by themselves.
     if (unsigned s = test_hook_seconds("SCALEGUARD_TEST_DELAY_COPY", pending_step_)) ::sleep(s);
+    pending_snapshot_->wait_ready();   // a staged snapshot: its device copies are in the mirrors
     pending_snapshot_->copy();
     pending_snapshot_->adopt_copies();
     return write(*pending_snapshot_);

@@ -150,9 +150,14 @@ void Snapshot::adopt_copies() {
   copy_ = true;
 }
 
+void Snapshot::set_staged(std::function<void()> wait_ready) {
+  for (auto& t : tensors_) t.owned = true;  // nothing to copy: the mirrors are the copies
+  wait_ready_ = std::move(wait_ready);
+}
+
 std::vector<at::Tensor> Snapshot::release_copies() {
   std::vector<at::Tensor> out;
-  if (!copy_) return out;
+  if (!copy_ || wait_ready_) return out;  // a staged snapshot's views are not spare buffers
   for (auto& t : tensors_) out.push_back(std::move(t.data));
   tensors_.clear();
   return out;

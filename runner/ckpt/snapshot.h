@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -59,8 +60,16 @@ class Snapshot {
   void copy();
   void copy_overlapping(const void* begin, size_t bytes);
   void adopt_copies();
-  // Hands the host copies over for reuse by the next snapshot.
+  // Hands the host copies over for reuse by the next snapshot (none from a staged one).
   std::vector<at::Tensor> release_copies();
+  // A staged snapshot (GPU checkpoints, runner/src/device_staging.h): its tensors are views
+  // of host buffers that nothing changes until the save is done (pinned mirrors filled by
+  // asynchronous device copies), whose bytes are complete once `wait_ready` returned. It
+  // takes no host copies of its own; the saver's writer thread calls wait_ready() first.
+  void set_staged(std::function<void()> wait_ready);
+  void wait_ready() const {
+    if (wait_ready_) wait_ready_();
+  }
   bool owns_copies() const { return copy_; }
 
   int64_t step() const { return step_; }
@@ -79,6 +88,7 @@ class Snapshot {
   std::vector<SnapshotScalar> scalars_;
   struct CopyWork;
   std::shared_ptr<CopyWork> copies_;   // set by plan_copies(); kept until the snapshot dies
+  std::function<void()> wait_ready_;   // set for a staged snapshot
 };
 
 }  // namespace scaleguard::ckpt

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <map>
 #include <set>
 
+#include "device_staging.h"
 #include "scaleguard/catalog.h"
 #include "trainer.h"
 
@@ -227,12 +229,72 @@ std::string Checkpointing::prepare() const {
 std::string Checkpointing::reserve(Trainer& t) {
   if (!cfg_.ckpt_async) return "";
   try {
+    // On a GPU: a pinned mirror of every flat bucket and optimizer-state buffer, reused by
+    // every save (device_staging.h).
+    if (auto raw = make_device_staging(t.parameters().front().param.device())) {
+      auto staging = std::make_unique<StagedBuffers>(std::move(raw));
+      for (const auto& p : t.parameters()) staging->add_storage_of(p.param);
+      for (const auto& s : t.optimizer().named_state()) staging->add_storage_of(s.tensor);
+      if (launch_.rank == 0)
+        log("async snapshots: reserved " + std::to_string(staging->bytes()) + " bytes of host mirrors per rank, " +
+            staging->kind());
+      staging_ = std::move(staging);
+      return "";
+    }
     const uint64_t bytes = saver_->reserve(snapshot(t, false));
     if (launch_.rank == 0) log("async snapshots: reserved " + std::to_string(bytes) + " bytes of host memory per rank");
     return "";
   } catch (const std::exception& e) {
     return "cannot reserve host memory for async checkpoints (--ckpt-async off avoids it): " + std::string(e.what());
   }
+}
+
+// Top-k residuals are per-rank state (each rank's unsent gradient). The same dp size loads
+// each rank's own, bit for bit. Another dp size folds them: new rank r takes the sum of old
+// ranks r, r + dp, r + 2 dp, ... (zeros when none), so the sum over ranks, the gradient
+// mass still to be sent, is kept; the run then differs from an uninterrupted one by where
+// that mass waits, not by what is sent in total.
+std::string Checkpointing::load_compress_state(Trainer& t, const ck::Reader& reader) const {
+  auto saved = reader.scalar_int(0, "compress", "dp");  // present iff the writer compressed
+  TopKCompressor* c = t.compressor();
+  // Test hook: resume without the residuals (tests/runner/topk_compress.sh shows that the run
+  // then differs from the uninterrupted one).
+  if (const char* skip = std::getenv("SCALEGUARD_TEST_SKIP_RESIDUALS"); skip && std::string(skip) == "1") return "";
+  if (!saved) {
+    if (c && launch_.rank == 0) log("no top-k residuals in " + reader.dir() + " (written uncompressed): they start at zero");
+    return "";
+  }
+  const int old_dp = static_cast<int>(*saved), new_dp = t.grid().dp, me = t.grid().dp_rank;
+  if (!c) {
+    if (launch_.rank == 0)
+      log("WARNING: " + reader.dir() + " holds top-k residuals of dp=" + std::to_string(old_dp) +
+          " (gradient not yet sent); this run does not compress (--compress none or one rank): they are dropped");
+    return "";
+  }
+  for (const char* kind : {"residual", "velocity"}) {
+    if (std::string(kind) == "velocity" && !c->momentum_correction()) continue;
+    const std::string name = std::string("compress/") + kind;
+    at::Tensor sum;
+    for (int j = me; j < old_dp; j += new_dp) {
+      auto part = reader.read_rank_state(j, name);
+      if (!part) {
+        if (std::string(kind) == "velocity") {  // written without momentum correction
+          if (launch_.rank == 0) log("no top-k velocity in " + reader.dir() + ": momentum correction starts at zero");
+          break;
+        }
+        return part.error().str();
+      }
+      if (part->numel() != c->numel())
+        return reader.dir() + ": " + name + " of rank " + std::to_string(j) + " has " + std::to_string(part->numel()) +
+               " elements, the model " + std::to_string(c->numel());
+      sum = sum.defined() ? sum.add_(*part) : *part;
+    }
+    if (sum.defined()) c->set_flat_state(kind, sum);
+  }
+  if (launch_.rank == 0 && old_dp != new_dp)
+    log("top-k residuals of dp=" + std::to_string(old_dp) + " folded into dp=" + std::to_string(new_dp) +
+        " (rank r takes the sum of old ranks r, r+" + std::to_string(new_dp) + ", ...; the total is kept)");
+  return "";
 }
 
 std::string Checkpointing::resume(Trainer& t) {
@@ -353,6 +415,7 @@ std::string Checkpointing::resume(Trainer& t) {
     auto rng = reader.read_rank_state(writer, "state/rng/cpu");
     if (!rng) return rng.error().str();
     t.set_rng_state(*rng);
+    if (auto e = load_compress_state(t, reader); !e.empty()) return e;
 
     auto get = [&](const std::string& group, const std::string& key) {
       auto v = reader.scalar_int(writer, group, key);
@@ -386,7 +449,12 @@ std::string Checkpointing::resume(Trainer& t) {
   return "";
 }
 
-ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy) const {
+void Checkpointing::before_update(const at::Tensor& live) {
+  saver_->wait_snapshot(live);
+  if (staging_) staging_->fence(live);
+}
+
+ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy, StagedBuffers* staged) const {
   const TrainState& st = t.state();
   ck::Snapshot snap(st.step, copy);
   const ProcessGrid& g = t.grid();
@@ -403,8 +471,8 @@ ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy) const {
     auto [r0, r1] = rows(n_rows, member, members);
     const auto pieces = pieces_of(tensor, t_base, p, std::max(lo, r0 * inner), std::min(hi, r1 * inner));
     for (size_t k = 0; k < pieces.size(); ++k)
-      snap.add_slice(k == 0 ? name : name + "@" + std::to_string(k), pieces[k].local, p.global_shape,
-                     pieces[k].offset);
+      snap.add_slice(k == 0 ? name : name + "@" + std::to_string(k),
+                     staged ? staged->host_view(pieces[k].local) : pieces[k].local, p.global_shape, pieces[k].offset);
   };
   std::map<std::string, const FlatParam*> by_name;
   for (const auto& p : t.parameters()) {
@@ -416,6 +484,12 @@ ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy) const {
     add("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel(), cfg_.zero > 0);
   }
   snap.add_rank_state("state/rng/cpu", t.rng_state());
+  // Top-k compression: this rank's residual (and velocity), what it has not sent yet.
+  if (TopKCompressor* c = t.compressor()) {
+    snap.add_rank_state("compress/residual", c->flat_state("residual"));  // a fresh copy
+    if (c->momentum_correction()) snap.add_rank_state("compress/velocity", c->flat_state("velocity"));
+    snap.set_scalar("compress", "dp", static_cast<int64_t>(g.dp));
+  }
   snap.set_scalar(kState, "step", st.step);
   snap.set_scalar(kState, "epoch", st.epoch);
   snap.set_scalar(kState, "sampler_position", static_cast<int64_t>(st.position));
@@ -448,7 +522,10 @@ void Checkpointing::handle(const Result<ck::Committed>& r, bool must_commit) {
 
 void Checkpointing::save_now(Trainer& t, bool must_commit) {
   const double t0 = now_s();
-  auto r = saver_->save(snapshot(t, false));
+  if (staging_) staging_->start(t.state().step);  // GPU: through the pinned mirrors too
+  ck::Snapshot snap = snapshot(t, false, staging_.get());
+  if (staging_) staging_->wait_all();
+  auto r = saver_->save(snap);
   clock_->saved(now_s(), now_s() - t0);
   handle(r, must_commit);
 }
@@ -479,9 +556,34 @@ void Checkpointing::after_step(Trainer& t, bool stopping) {
   }
   if (auto r = saver_->finish()) handle(*r, false);  // the next save waits for the previous
   save_started_ = now_s();
+  // On a GPU (or staged): what the training thread spent handing the save over, the stall
+  // the pinned staging removes (scripts/gpu-check.sh compares it with and without).
+  const bool report = staging_ || t.parameters().front().param.is_cuda();
+  struct HandOver {
+    bool on;
+    double t0;
+    const Checkpointing* self;
+    int64_t step;
+    ~HandOver() {
+      if (on && self->launch_.rank == 0) {
+        char line[160];
+        std::snprintf(line, sizeof line, "async snapshot of step %lld handed to the writer in %.3f ms",
+                      static_cast<long long>(step), (now_s() - t0) * 1e3);
+        self->log(line);
+      }
+    }
+  } hand_over{report, save_started_, this, step};
   // The host copy goes on beside the next forward/backward; before_update() makes the
   // optimizer wait for each tensor's copy, and the write goes on in the background.
-  saver_->start(snapshot(t, false));
+  if (!staging_) {
+    saver_->start(snapshot(t, false));
+    return;
+  }
+  // GPU: the copies go on the side stream now; the writer thread waits for them.
+  staging_->start(step);
+  ck::Snapshot snap = snapshot(t, false, staging_.get());
+  snap.set_staged([s = staging_.get()] { s->wait_all(); });
+  saver_->start(std::move(snap));
 }
 
 }  // namespace scaleguard::run

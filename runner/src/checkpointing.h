@@ -21,6 +21,7 @@
 namespace scaleguard::run {
 
 class Trainer;
+class StagedBuffers;
 
 // Thrown by after_step on every rank at the same step (the commit's verdict is broadcast):
 // a save failed and training must not go on. main() exits 1 without MPI_Abort.
@@ -51,18 +52,24 @@ class Checkpointing {
   // --ckpt-on-error=stop, or when the save before stopping failed.
   void after_step(Trainer& t, bool stopping);
   // TrainHooks::before_update: the optimizer is about to change `live`; an async save in
-  // flight copies it first.
-  void before_update(const at::Tensor& live) { saver_->wait_snapshot(live); }
+  // flight copies it first (on a GPU: the update waits on the stream for its bucket's copy).
+  void before_update(const at::Tensor& live);
 
  private:
   void log(const std::string& line) const;
-  ckpt::Snapshot snapshot(Trainer& t, bool copy) const;
+  // Top-k compression's per-rank residuals from `reader` into t.compressor(); "" or the error.
+  std::string load_compress_state(Trainer& t, const ckpt::Reader& reader) const;
+  // staged: the tensors as views of its host mirrors (GPU checkpoints) instead of the live ones.
+  ckpt::Snapshot snapshot(Trainer& t, bool copy, StagedBuffers* staged = nullptr) const;
   void save_now(Trainer& t, bool must_commit);
   void handle(const Result<ckpt::Committed>& r, bool must_commit);
 
   const Config& cfg_;
   const Launch& launch_;
   std::unique_ptr<ckpt::MpiCommitComm> comm_;
+  // --ckpt-async on a GPU: pinned mirrors of the buckets and optimizer state, copied on a side
+  // stream (device_staging.h); declared before saver_ so a pending write ends first.
+  std::unique_ptr<StagedBuffers> staging_;
   std::unique_ptr<ckpt::Saver> saver_;
   ckpt::Store store_;
   std::unique_ptr<ckpt::IntervalClock> clock_;

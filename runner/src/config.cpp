@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -73,7 +74,16 @@ po::options_description train_options(Config& c) {
     ("schedule", po::value(&c.schedule)->default_value(c.schedule), "pipeline schedule: 1f1b | gpipe")
     ("bucket-mb", po::value(&c.bucket_mb)->default_value(c.bucket_mb), "gradient bucket size, MB (0 = per parameter)")
     ("no-overlap", po::value(&c.no_overlap)->default_value(c.no_overlap)->implicit_value(true),
-     "all-reduce after backward instead of from autograd hooks");
+     "all-reduce after backward instead of from autograd hooks")
+    ("compress", po::value(&c.compress)->default_value(c.compress),
+     "data-parallel gradient compression: none | topk:RATIO (Deep Gradient Compression: each rank sends the "
+     "RATIO fraction of largest accumulated entries per parameter as (index, value) pairs in one all-gather; the "
+     "rest stays in a per-rank residual; local clipping at grad-clip/sqrt(dp)); not with tp, pp or zero")
+    ("compress-momentum", po::value(&c.compress_momentum)->default_value(c.compress_momentum),
+     "top-k momentum correction: velocity u = m u + g accumulated before selection, masked where sent; "
+     "AdamW then runs with beta1 0 (0 = plain residual accumulation, AdamW unchanged)")
+    ("compress-warmup", po::value(&c.compress_warmup)->default_value(c.compress_warmup),
+     "top-k density warm-up: density = RATIO^((step+1)/W) for the first W steps, then RATIO (-1 = --warmup)");
   po::options_description ckpt("Checkpoints (HDF5 shards; resume from the newest valid one in --ckpt-dir)");
   ckpt.add_options()
     ("ckpt-dir", po::value(&c.ckpt_dir)->default_value(c.ckpt_dir), "checkpoint directory (empty = no checkpoints)")
@@ -263,6 +273,16 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
               cfg.data_format == "u16" || cfg.data_format == "u32",
           "data-format must be auto, sg, llmc, u16 or u32, not '" + cfg.data_format + "'");
   require(cfg.data_vocab >= 0, "data-vocab >= 0");
+  require(cfg.compress == "none" || cfg.compress.compare(0, 5, "topk:") == 0,
+          "compress must be none or topk:RATIO (e.g. topk:0.01), not '" + cfg.compress + "'");
+  if (cfg.compress != "none") {
+    char* end = nullptr;
+    const double r = std::strtod(cfg.compress.c_str() + 5, &end);
+    require(cfg.compress.size() > 5 && end && *end == '\0' && r > 0 && r <= 1,
+            "compress: '" + cfg.compress + "': the density after topk: must be a number in (0, 1], e.g. topk:0.01");
+  }
+  require(cfg.compress_momentum >= 0 && cfg.compress_momentum < 1 && cfg.compress_warmup >= -1,
+          "compress-momentum in [0, 1), compress-warmup >= -1");
   require(cfg.data_vocab == 0 || cfg.data_vocab == cfg.vocab_size,
           "the data's vocabulary (data-vocab " + std::to_string(cfg.data_vocab) + ") does not match the model's vocab-size " +
               std::to_string(cfg.vocab_size) + "; set --vocab-size " + std::to_string(cfg.data_vocab));
@@ -290,6 +310,12 @@ void check_against_world(Config& cfg, int world) {
   if (cfg.zero >= 1 && cfg.pp > 1 && cfg.model == "gpt" && !cfg.untied_head)
     throw RunError("ZeRO-1 with pipeline stages (pp=" + std::to_string(cfg.pp) +
                    ") needs --untied-head: the tied embedding's gradient is not summed across stages on shards yet");
+  // Top-k compression replaces the dense data-parallel all-reduce of whole buckets only.
+  if (cfg.compress != "none" && (cfg.tp > 1 || cfg.pp > 1 || cfg.zero > 0))
+    throw RunError("--compress " + cfg.compress + " is implemented for plain data parallel only, not with tp=" +
+                   std::to_string(cfg.tp) + ", pp=" + std::to_string(cfg.pp) + ", zero=" + std::to_string(cfg.zero) +
+                   " (tensor/pipeline traffic is not compressed, and ZeRO-1 reduce-scatters shards); use --compress none "
+                   "or plain data parallel");
   if (s == "single" && world != 1)
     throw RunError("strategy=single but " + std::to_string(world) + " ranks were launched");
   if (cfg.pp > 1 && cfg.model != "gpt")

@@ -55,6 +55,10 @@ struct Config {
   std::string schedule = "1f1b";   // pipeline schedule: 1f1b | gpipe
   double bucket_mb = 25;           // 0 = one bucket per parameter (unbucketed)
   bool no_overlap = false;         // all-reduce after backward instead of from hooks
+  // top-k gradient compression (compress.h): none | topk:RATIO; DGC momentum correction and warm-up
+  std::string compress = "none";
+  double compress_momentum = 0.9;  // momentum correction (0: plain residual accumulation)
+  int64_t compress_warmup = -1;    // steps of exponential density warm-up; -1 = --warmup
   // runtime
   std::string device = "auto";     // auto | cpu | cuda
   int64_t threads = 0;             // torch threads per rank; 0 = cores / local ranks

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh — the runner's GPU path on a one-GPU machine, as one prepared script
 # (issue 15 item 10). Meant for the project's GPU test machine (one H200, PyTorch 2.11 cu130,
-# nvcc, CMake, ninja; no MPI, HDF5 or network), under 8 minutes:
+# nvcc, CMake, ninja; no MPI, HDF5 or network), under 8 minutes before 5b/5c (five more runs
+# of the small model: estimated one to two minutes more, not measured):
 #
 #   1. facts: GPU, driver, torch/CUDA/NCCL versions
 #   2. a sysroot from carried Debian packages (Open MPI, HDF5, Boost.Program_options, json, xxhash)
@@ -9,6 +10,11 @@
 #   4. a ~1B-parameter GPT in bf16 for a few steps: step time, MFU against the GPU's bf16 peak,
 #      peak memory (nvidia-smi, sampled) against `scaleguard plan` for the same shape
 #   5. save and resume bit-exact (two runs' --dump-params compared byte for byte)
+#   5b. step timings from CUDA events (runner/src/step_timer_cuda.cpp) against host clocks
+#       (SCALEGUARD_STEP_TIMER=host) on the same run; comm_ms 0 at world size 1
+#   5c. async snapshots through pinned mirrors on a side stream (device_staging_cuda.cpp): the
+#       training thread's hand-over time against the old per-tensor copy, and resume
+#       bit-exact from an async save
 #   6. the NCCL backend at world size 1, and its failure path: two ranks on one GPU are refused
 #      by NCCL; every rank must exit non-zero within the start-up timeout (no hang)
 #
@@ -130,6 +136,54 @@ mpirun -np 1 "$run" train "${small[@]}" --steps 6 --ckpt-dir "$out/ckpt" --ckpt-
 mpirun -np 1 "$run" train "${small[@]}" --steps 12 --ckpt-dir "$out/ckpt" --ckpt-every 100 \
   --dump-params "$out/resumed.bin" >>"$log" 2>&1
 check cmp -s "$out/straight.bin" "$out/resumed.bin"
+
+# --- 5b. step timings: CUDA events vs host clocks ------------------------------------------------
+# The same 10 steps twice. Each step ends with host read-backs (loss, gradient norm) and the
+# timer's one synchronisation, so host clocks around a whole step are close to the GPU's time
+# there too: the two medians should agree (within 15 %); a wide gap means the events are
+# misplaced. comm_ms must be 0 at world size 1 (no collectives; the only GPU on this machine
+# cannot test NCCL comm_ms).
+mpirun -np 1 "$run" train "${small[@]}" --steps 10 --log-every 1 --metrics "$out/timer-events.jsonl" \
+  >"$out/timer-events.log" 2>&1
+check grep -q "timings.*CUDA events on the training stream" "$out/timer-events.log"
+mpirun -np 1 -x SCALEGUARD_STEP_TIMER=host "$run" train "${small[@]}" --steps 10 --log-every 1 \
+  --metrics "$out/timer-host.jsonl" >"$out/timer-host.log" 2>&1
+read -r ev_ms host_ms ev_comm <<<"$("$py" - "$out/timer-events.jsonl" "$out/timer-host.jsonl" <<'EOF'
+import json, sys, statistics
+def steps(p):
+    return [r for r in map(json.loads, filter(str.strip, open(p))) if "step" in r and not r.get("final")][3:]
+ev, host = steps(sys.argv[1]), steps(sys.argv[2])
+print(f"{statistics.median(r['step_ms'] for r in ev):.2f} {statistics.median(r['step_ms'] for r in host):.2f} "
+      f"{max(r['comm_ms'] for r in ev):.3f}")
+EOF
+)"
+say "step_ms median: CUDA events ${ev_ms:-?} ms, host clocks ${host_ms:-?} ms; comm_ms (world 1, events) max ${ev_comm:-?}"
+check "$py" -c "import sys; e, h = ${ev_ms:-0}, ${host_ms:-0}; sys.exit(0 if e > 0 and abs(e - h) <= 0.15 * h else 1)"
+check "$py" -c "import sys; sys.exit(0 if ${ev_comm:-1} == 0 else 1)"
+
+# --- 5c. async snapshot: pinned mirrors on a side stream vs the per-tensor copy -------------------
+# Async saves every 2 steps with the staging and without it (SCALEGUARD_TEST_STAGING=off: a
+# pageable .to(kCPU) per tensor on the training thread, as before). Reported: the training
+# thread's hand-over time per save and every step_ms (the steps after a save carry the
+# optimizer's stream fences). Then resuming from the staged async save at step 6 must equal
+# the straight run of section 5 bit for bit.
+for mode in staged off; do
+  rm -rf "$out/ck-$mode"
+  mpirun -np 1 -x SCALEGUARD_TEST_STAGING="$([ $mode = off ] && echo off)" "$run" train "${small[@]}" --steps 8 \
+    --log-every 1 --ckpt-dir "$out/ck-$mode" --ckpt-every 2 --ckpt-async on --metrics "$out/ck-$mode.jsonl" \
+    >"$out/ck-$mode.log" 2>&1
+  check test $? = 0
+  say "$mode: $(grep -o 'reserved [0-9]* bytes of host[^;]*' "$out/ck-$mode.log" | head -n1)"
+  say "$mode: hand-over ms per save: $(grep -o 'handed to the writer in [0-9.]* ms' "$out/ck-$mode.log" |
+    awk '{printf "%s ", $6}')"
+  say "$mode: step_ms: $("$py" -c 'import json,sys; print(*[r["step_ms"] for r in map(json.loads, filter(str.strip, open(sys.argv[1]))) if "step" in r and not r.get("final")])' "$out/ck-$mode.jsonl")"
+done
+check grep -q "host mirrors per rank, pinned" "$out/ck-staged.log"
+rm -rf "$out/ck-staged/step-00000008"
+mpirun -np 1 "$run" train "${small[@]}" --steps 12 --ckpt-dir "$out/ck-staged" --ckpt-every 100 \
+  --dump-params "$out/resumed-async.bin" >"$out/resume-async.log" 2>&1
+check grep -q "resumed from step-00000006" "$out/resume-async.log"
+check cmp -s "$out/straight.bin" "$out/resumed-async.bin"
 
 # --- 6. NCCL: world size 1 above; the failure path: two ranks on one GPU -----------------------------
 t0=$SECONDS

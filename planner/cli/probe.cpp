@@ -180,7 +180,8 @@ std::string utc_date(long long t) {
 int run(int argc, char** argv) {
   po::options_description desc("scaleguard probe options");
   desc.add_options()("help,h", "this help")
-      ("model", po::value<std::string>(), "model spec, as --train-model (default $SCALEGUARD_TRAIN_MODEL)")
+      ("model", po::value<std::string>(),
+       "model spec, as --train-model (default $SCALEGUARD_TRAIN_MODEL, else the job's --train-model)")
       ("policy", po::value<std::string>(), "policy file (default $SCALEGUARD_POLICY or configs/policy.ini)")
       ("catalog", po::value<std::string>(), "catalog file (default: the policy's)")
       ("store", po::value<std::string>(), "probe store directory (default: the policy's probe_store)")
@@ -208,7 +209,10 @@ int run(int argc, char** argv) {
     return 1;
   }
   const Policy& pol = *policy.value();
-  const std::string spec = vm.count("model") ? vm["model"].as<std::string>() : env_or("SCALEGUARD_TRAIN_MODEL", "");
+  // Inside a `sbatch --train-probe --train-model=SPEC` job the option is in the environment.
+  const std::string spec = vm.count("model") ? vm["model"].as<std::string>()
+                                             : env_or("SCALEGUARD_TRAIN_MODEL",
+                                                      env_or("_SLURM_SPANK_OPTION_scaleguard_train_model", ""));
   if (spec.empty()) {
     std::fprintf(stderr, "scaleguard probe: --model is required\n%s\n", usage);
     return 2;

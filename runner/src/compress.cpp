@@ -4,17 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <chrono>
 #include <cstdlib>
 
+#include "step_timer.h"
+
 namespace scaleguard::run {
-namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 double parse_compress(const std::string& spec) {
   if (spec == "none" || spec.empty()) return 0;
@@ -115,9 +109,10 @@ void TopKCompressor::exchange(int64_t step) {
     off += k;
   }
   // Exchange: every rank's pairs to every rank.
-  const double t0 = now_s();
-  group_.all_gather(send_, recv_)->wait();
-  comm_s_ += now_s() - t0;
+  {
+    TimedInterval timed(Timed::kComm);  // comm_ms (step_timer.h: CUDA events on a GPU)
+    group_.all_gather(send_, recv_)->wait();
+  }
   // Aggregate: the sum of every rank's sparse gradient, in rank order.
   for (const auto& b : buckets) b.grads.zero_();
   for (int r = 0; r < p; ++r) {
@@ -133,12 +128,6 @@ void TopKCompressor::exchange(int64_t step) {
   }
   last_k_ = K;
   last_bytes_ = topk_allgather_bytes(K, p);
-}
-
-double TopKCompressor::take_comm_seconds() {
-  double s = comm_s_;
-  comm_s_ = 0;
-  return s;
 }
 
 at::Tensor TopKCompressor::flat_state(const std::string& kind) const {

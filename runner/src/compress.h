@@ -47,8 +47,6 @@ class TopKCompressor {
   // After the step's last backward: the buckets hold this rank's gradients; on return they
   // hold the aggregated sparse gradient (the same on every rank).
   void exchange(int64_t step);
-  // Seconds this rank waited in the all-gather since the last call (host clock).
-  double take_comm_seconds();
   int64_t last_bytes() const { return last_bytes_; }              // top-k all-gather, this rank
   int64_t dense_bytes() const { return dense_bytes_; }            // the dense all-reduce it replaces
   int64_t last_k() const { return last_k_; }
@@ -68,7 +66,6 @@ class TopKCompressor {
   std::vector<at::Tensor> residual_, velocity_;  // per bucket, shaped like Bucket::grads
   at::Tensor send_, recv_;                        // packed (2K) floats: K values, K int32 indices
   bool drop_residual_ = false;  // SCALEGUARD_TOPK_DROP_RESIDUAL=1 (diagnostic)
-  double comm_s_ = 0;
   int64_t last_bytes_ = 0, dense_bytes_ = 0, last_k_ = 0;
 };
 

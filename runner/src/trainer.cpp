@@ -241,8 +241,7 @@ int Trainer::run() {
     // The step's timings, resolved once (on a GPU: the step's one event synchronisation).
     timer_->end(step_start, Timed::kStep);
     const StepTimes times = timer_->resolve();
-    const double step_s = times[Timed::kStep],
-                 comm_s = times[Timed::kComm] + (compress_ ? compress_->take_comm_seconds() : 0.0);
+    const double step_s = times[Timed::kStep], comm_s = times[Timed::kComm];
     // The pipeline phase lasts until the slowest stage is done (every stage started it when
     // the previous step's all-reduce returned); a stage's bubble is the part of it it spent
     // not computing: waiting for activations or gradients, and sending them.

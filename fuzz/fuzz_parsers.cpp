@@ -12,6 +12,7 @@
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/model.h"
+#include "scaleguard/probe_store.h"
 #if __has_include("scaleguard/envelope.h")
 #include "scaleguard/envelope.h"  // host lists and array indices (the request reader counts them)
 #define SG_FUZZ_ENVELOPE 1
@@ -45,6 +46,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto n = scaleguard::count_hostlist(text)) SG_FUZZ_CHECK(*n >= 0 && *n <= 1000000, text);
   if (auto n = scaleguard::count_array_tasks(text)) SG_FUZZ_CHECK(*n >= 0 && *n <= 10000000, text);
 #endif
+  // A probe store record (users write them; slurmctld reads them): what parses is in range and
+  // survives a round trip through format_record.
+  if (auto rec = scaleguard::probe::parse_record(text)) {
+    SG_FUZZ_CHECK(std::isfinite(rec->speedup) && rec->speedup > 0 && rec->comm_ratio >= 0 && rec->ranks >= 2, text);
+    SG_FUZZ_CHECK(!sg_fuzz::has_control(rec->user) && !sg_fuzz::has_control(rec->job_id), text);
+    auto again = scaleguard::probe::parse_record(scaleguard::probe::format_record(*rec));
+    SG_FUZZ_CHECK(again && again->fingerprint == rec->fingerprint && again->instance == rec->instance &&
+                      again->time == rec->time,
+                  text);
+  }
   if (auto n = scaleguard::parse_count(text)) {
     SG_FUZZ_CHECK(std::isfinite(*n) && *n > 0 && *n <= 1e18, text);
   }

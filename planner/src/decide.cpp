@@ -145,9 +145,13 @@ Decision judge_probe(const JobRequest& job, const Policy& policy, const Partitio
   }
   if (j.on(RuleId::max_job_gpu_hours) && j.threshold(RuleId::max_job_gpu_hours) < cap)
     cap = j.threshold(RuleId::max_job_gpu_hours), why = "max_job_gpu_hours";
-  const double asked_h = env.gpu_hours();
-  const std::string shape = text::format("%d GPUs x %s h = %s GPU-hours", env.gpus, text::num(env.hours(), 3).c_str(),
-                                         text::num(asked_h, 3).c_str()) + (env.how.empty() ? "" : " (judged as " + env.how + ")");
+  // An array of probes or a het job's components count together: the budget is per probe.
+  const int elements = std::max(1, job.array_tasks);
+  const double asked_h = env.gpu_hours() * elements + job.het_prior_gpu_hours;
+  std::string shape = text::format("%d GPUs x %s h", env.gpus, text::num(env.hours(), 3).c_str());
+  if (elements > 1) shape += text::format(" x %d array elements", elements);
+  if (job.het_prior_gpu_hours > 0) shape += " + " + text::num(job.het_prior_gpu_hours, 3) + " of earlier het components";
+  shape += " = " + text::num(asked_h, 3) + " GPU-hours" + (env.how.empty() ? "" : " (judged as " + env.how + ")");
   if (cap >= 1e18 || asked_h > cap) {
     const std::string detail =
         cap >= 1e18 ? "probe job: " + shape + " with no budget: give --train-tokens or --train-single-gpu-hours "
@@ -175,7 +179,7 @@ Decision judge_probe(const JobRequest& job, const Policy& policy, const Partitio
   d.plan_env.emplace_back("SCALEGUARD_PROBE_MAX_GPU_HOURS", text::num(std::min(cap, asked_h), 4));
   d.bound_max_nodes = env.bound_max_nodes;
   d.bound_time_min = env.bound_time_min;
-  d.granted_gpu_hours = asked_h;
+  d.granted_gpu_hours = env.gpu_hours();
   return d;
 }
 

@@ -399,6 +399,14 @@ TEST(DecideProbeBudget, AProbeJobIsBoundedByTheProbeBudget) {
   d = decide(j, *p.value());
   EXPECT_EQ(d.action, Action::reject) << d.message;
   EXPECT_NE(d.message.find("probe_max_fraction"), std::string::npos) << d.message;
+  // An array of probes counts as a whole (10 x 0.33 GPU-hours > 1).
+  j.tokens = 100e9;
+  j.time_limit_min = 10;
+  j.array_tasks = 10;
+  d = decide(j, *p.value());
+  EXPECT_EQ(d.action, Action::reject) << d.message;
+  EXPECT_NE(d.message.find("10 array elements"), std::string::npos) << d.message;
+  j.array_tasks = 0;
   // No intent: nothing bounds the share: refused.
   j.model.clear();
   j.tokens = 0;

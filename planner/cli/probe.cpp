@@ -65,6 +65,15 @@ struct RunResult {
   std::string log;               // path of its output
 };
 
+// The run in flight: SIGINT/SIGTERM to the probe are passed on to its process group, so an
+// interrupted probe leaves no launcher or rank behind.
+volatile sig_atomic_t g_child_pgid = 0;
+extern "C" void forward_signal(int sig) {
+  if (g_child_pgid > 0) kill(-g_child_pgid, SIGTERM);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 // Runs argv with stdout+stderr into `log`; SIGTERM to its process group after `limit_s`
 // (the runner stops at the end of the step and exits 85), SIGKILL 20 s later.
 int spawn(const std::vector<std::string>& argv, const std::string& log, double limit_s, bool& stopped) {
@@ -82,6 +91,7 @@ int spawn(const std::vector<std::string>& argv, const std::string& log, double l
     _exit(127);
   }
   setpgid(pid, pid);
+  g_child_pgid = pid;
   const double start = now_s();
   int status = 0;
   bool termed = false;
@@ -94,6 +104,7 @@ int spawn(const std::vector<std::string>& argv, const std::string& log, double l
     if (termed && t > limit_s + 20) kill(-pid, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  g_child_pgid = 0;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -229,8 +240,9 @@ int run(int argc, char** argv) {
   s.device = vm["device"].as<std::string>();
   s.runner = vm.count("runner") ? vm["runner"].as<std::string>() : default_runner();
   const int steps_opt = vm["steps"].as<int>();
-  if (s.micro_batch < 1 || s.micro_batch > 4096 || steps_opt < 0 || steps_opt > 10000 || s.threads < 0) {
-    std::fprintf(stderr, "scaleguard probe: --micro-batch, --steps or --threads out of range\n");
+  if (s.micro_batch < 1 || s.micro_batch > 4096 || (steps_opt != 0 && steps_opt < 3) || steps_opt > 10000 ||
+      s.threads < 0 || s.threads > 1024) {
+    std::fprintf(stderr, "scaleguard probe: --micro-batch (1..4096), --steps (0 or 3..10000) or --threads out of range\n");
     return 2;
   }
   const bool in_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
@@ -278,6 +290,8 @@ int run(int argc, char** argv) {
     s.workdir = tmpl;
   }
 
+  signal(SIGINT, forward_signal);
+  signal(SIGTERM, forward_signal);
   // 1. Warm-up on one rank: the step time sizes the runs within the budget.
   const double budget_s = budget_h * 3600;
   double spent_s = 0;  // GPU-seconds: ranks x wall

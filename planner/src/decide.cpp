@@ -100,6 +100,37 @@ long ckpt_seconds(const Plan& p, const JobRequest& job) {
   return std::max(60L, interval);
 }
 
+// Top-k compression (policy topk_compression, docs/policy.md): only a plain data-parallel
+// plan can take it (what scaleguard-run implements). require: exported at 1% density;
+// forbid: exported as none and never proposed; auto: proposed in the reasons when the plan is
+// communication-bound (topk_reason), the user decides.
+constexpr double kTopKDensity = 0.01;
+void apply_topk_policy(Decision& d, Plan& p, const Partition& part) {
+  const TopKEstimate t = topk_estimate(p, kTopKDensity);
+  auto& reasons = p.reasons;
+  const std::string proposal = topk_reason(p, kTopKDensity);
+  if (part.topk_compression == "forbid") {
+    d.plan_env.emplace_back("SCALEGUARD_COMPRESS", "none");
+    if (!proposal.empty()) {
+      reasons.erase(std::remove(reasons.begin(), reasons.end(), proposal), reasons.end());
+      reasons.push_back("top-k compression would pay here, but partition " + part.name +
+                        " forbids it (topk_compression = forbid)");
+    }
+  } else if (part.topk_compression == "require") {
+    if (t.applies) {
+      d.plan_env.emplace_back("SCALEGUARD_COMPRESS", text::format("topk:%g", kTopKDensity));
+      reasons.push_back(text::format("top-k compression at %g%% required by partition %s (topk_compression = require): "
+                                     "gradient exchange %.3g MB instead of %.3g MB per GPU and step, step %.3g s "
+                                     "instead of %.3g s (model)",
+                                     100 * kTopKDensity, part.name.c_str(), t.topk_bytes / 1e6, t.dense_bytes / 1e6,
+                                     t.step_s, p.step_seconds));
+    } else if (p.layout.dp > 1) {
+      reasons.push_back("partition " + part.name + " requires top-k compression, but this plan is not plain data "
+                        "parallel (tp/pp/ZeRO): scaleguard-run compresses only plain data parallel, so it runs dense");
+    }
+  }
+}
+
 void add_plan_env(Decision& d, const Plan& p, const JobRequest& job) {
   const auto& l = p.layout;
   auto add = [&](const char* k, std::string v) { d.plan_env.emplace_back(k, std::move(v)); };
@@ -554,6 +585,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
         chosen.reasons = ex && same_layout(ex.value().layout, chosen.layout) ? ex.value().reasons : describe_plan(chosen);
       }
       add_plan_env(d, chosen, job);
+      apply_topk_policy(d, chosen, *part);
       d.plan_json = to_json(chosen);
     }
     if (!have_plan) granted = check_caps(0);

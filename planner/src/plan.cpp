@@ -313,7 +313,12 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
     const double window = hw.assume.comm_overlap * backward_share * p.compute_seconds / mb;
     const double tail = std::min(bytes, bucket) * seconds_per_byte + hop_s;
     p.dp_exposed_seconds = std::max(tail, p.dp_comm_seconds - window);
+    p.dp_elements = params_gpu;
+    p.dp_bytes = bytes;
+    p.dp_rank_bytes_per_s = 2.0 * (l.dp - 1) / l.dp / seconds_per_byte;
+    p.dp_hop_s = hop_s;
   }
+  p.hbm_bytes_per_s = hw.gpu.hbm_gb_s * 1e9;
   // Fixed per step, whatever the GPU count: the optimizer update streams its (ZeRO-sharded)
   // state, gradient and weights through HBM once (read + write), and the host spends
   // step_overhead_s on loss/grad-norm syncs, launching the update and the data hand-off.
@@ -367,6 +372,36 @@ void scale_work(Plan& p, double factor) {
   p.gpu_hours *= factor;
   p.cost_on_demand *= factor;
   p.cost_spot *= factor;
+}
+
+TopKEstimate topk_estimate(const Plan& p, double density) {
+  TopKEstimate t;
+  const Layout& l = p.layout;
+  t.density = density;
+  t.applies = l.dp > 1 && l.tp == 1 && l.pp == 1 && l.zero == 0 && p.dp_rank_bytes_per_s > 0 && density > 0;
+  if (!t.applies) return t;
+  const double k = std::ceil(density * p.dp_elements);
+  t.dense_bytes = 2.0 * (l.dp - 1) / l.dp * p.dp_bytes;  // what dp_comm_seconds moves
+  t.topk_bytes = (l.dp - 1) * k * (4 + 4);               // int32 index + fp32 value (the runner's)
+  t.dense_exposed_s = p.dp_exposed_seconds;
+  t.topk_comm_s = t.topk_bytes / p.dp_rank_bytes_per_s + p.dp_hop_s;  // one collective
+  t.select_s = p.hbm_bytes_per_s > 0 ? p.dp_elements * 32 / p.hbm_bytes_per_s : 0;
+  t.step_s = p.step_seconds - p.dp_exposed_seconds + t.topk_comm_s + t.select_s;
+  return t;
+}
+
+std::string topk_reason(const Plan& p, double density) {
+  const TopKEstimate t = topk_estimate(p, density);
+  if (!t.applies || p.compute_seconds <= 0) return "";
+  const double share = p.dp_exposed_seconds / p.compute_seconds;
+  if (share < 0.1 || t.step_s > 0.9 * p.step_seconds) return "";
+  auto mb = [](double b) { return text::format(b >= 1e8 ? "%.0f MB" : "%.3g MB", b / 1e6); };
+  return text::format("communication %.0f%% of compute on %.3g Gb/s per GPU: top-k compression at %g%% "
+                      "(--compress topk:%g) would cut the gradient exchange from %s to %s per GPU and step and "
+                      "the step from %.3g s to %.3g s (selection +%.2g ms; residuals, momentum correction and "
+                      "density warm-up as in Deep Gradient Compression keep the loss close)",
+                      100 * share, p.dp_rank_bytes_per_s * 8 / 1e9, 100 * density, density, mb(t.dense_bytes).c_str(),
+                      mb(t.topk_bytes).c_str(), p.step_seconds, t.step_s, t.select_s * 1e3);
 }
 
 }  // namespace scaleguard

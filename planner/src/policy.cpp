@@ -332,7 +332,8 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
           {"default", ini::Field::yes_no, &part.is_default, 0, 0, false, "yes or no"},
           {"max_nodes", ini::Field::integer, &part.max_nodes, 1, 100000, false, "nodes in the partition (its MaxNodes or size)"},
           {"exclusive", ini::Field::yes_no, &part.exclusive, 0, 0, false, "yes when slurm.conf says OverSubscribe=EXCLUSIVE"},
-          {"mode", ini::Field::text, &part_mode, 0, 0, false, "enforce or shadow"}};
+          {"mode", ini::Field::text, &part_mode, 0, 0, false, "enforce or shadow"},
+          {"topk_compression", ini::Field::text, &part.topk_compression, 0, 0, false, "auto, require or forbid"}};
       // Rule overrides are checked by apply_rules; bind() must not call them unknown.
       std::string ignored[kRuleCount];
       for (int i = 0; i < kRuleCount; ++i)
@@ -351,6 +352,9 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
       else if (fabric == "ethernet") part.fabric = Fabric::ethernet;
       else if (fabric == "none") part.fabric = Fabric::none;
       else return f.error_at(*entry("fabric"), "unknown fabric '" + fabric + "'", "efa, ib, ethernet or none");
+      if (part.topk_compression != "auto" && part.topk_compression != "require" && part.topk_compression != "forbid")
+        return f.error_at(*entry("topk_compression"), "unknown topk_compression '" + part.topk_compression + "'",
+                          "auto (propose it when communication-bound), require or forbid");
       if (auto r = time_key(f, h, "default_time", part.default_time_min); !r) return r.error();
       if (auto r = time_key(f, h, "max_time", part.max_time_min); !r) return r.error();
       if (part.default_time_min == 0) part.default_time_min = part.max_time_min > 0 ? part.max_time_min : 60;
@@ -415,7 +419,8 @@ std::string describe(const Policy& p) {
     out += "  default_time " + std::to_string(part.default_time_min) + " min, max_time " +
            (part.max_time_min > 0 ? std::to_string(part.max_time_min) + " min" : std::string("none")) +
            (part.max_nodes > 0 ? ", max_nodes " + std::to_string(part.max_nodes) : std::string()) +
-           (part.exclusive ? ", exclusive nodes" : "") + (part.shadow != p.shadow ? (part.shadow ? ", mode shadow" : ", mode enforce") : "") + "\n";
+           (part.exclusive ? ", exclusive nodes" : "") + (part.shadow != p.shadow ? (part.shadow ? ", mode shadow" : ", mode enforce") : "") +
+           (part.topk_compression != "auto" ? ", topk_compression " + part.topk_compression : std::string()) + "\n";
     for (int i = 0; i < kRuleCount; ++i) {
       const Rule& r = part.rules[i];
       const auto id = static_cast<RuleId>(i);

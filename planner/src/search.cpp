@@ -147,6 +147,7 @@ std::vector<std::string> describe_plan(const Plan& p) {
                 text::money(p.cost_on_demand) + " on-demand / " + text::money(p.cost_spot) + " spot");
   out.push_back("checkpoint every " + text::num(p.ckpt_interval_s / 60, 1) + " min (Daly; save " +
                 text::num(p.ckpt_save_s, 1) + " s): failures add " + text::num(100 * p.failure_overhead, 2) + "%");
+  if (std::string topk = topk_reason(p); !topk.empty()) out.push_back(topk);
   return out;
 }
 

@@ -94,8 +94,29 @@ struct Plan {
   double wall_hours = 0;           // with failures, for the chosen capacity
   double gpu_hours = 0;
   double cost_on_demand = 0, cost_spot = 0;   // each with its own failure overhead
+  // Data-parallel exchange inputs for topk_estimate(): gradient elements per GPU, the
+  // bandwidth one rank's exchange gets (bytes/s) and its per-collective latency, HBM bytes/s.
+  double dp_elements = 0, dp_bytes = 0, dp_rank_bytes_per_s = 0, dp_hop_s = 0, hbm_bytes_per_s = 0;
   std::vector<std::string> reasons;
 };
+
+// Top-k gradient compression (scaleguard-run --compress topk:DENSITY, Deep Gradient
+// Compression) for a plain data-parallel plan (dp > 1, no tp/pp/ZeRO: what the runner does).
+// Bytes per GPU and step: dense ring all-reduce 2(d-1)/d x N x gradient bytes (the plan's); top-k all-gather
+// of k = density x N (int32 index, fp32 value) pairs from every rank: (d-1) x k x 8. The
+// all-gather runs after backward (not overlapped); selection adds a memory-bound pass of
+// ~32 bytes per gradient element (momentum, residual read + write, the magnitude pass).
+struct TopKEstimate {
+  bool applies = false;          // plain data parallel with dp > 1
+  double density = 0;
+  double dense_bytes = 0, topk_bytes = 0;      // per GPU and step
+  double dense_exposed_s = 0, topk_comm_s = 0, select_s = 0;
+  double step_s = 0;             // the plan's step with top-k instead of the dense exchange
+};
+TopKEstimate topk_estimate(const Plan&, double density);
+// The reason line proposing top-k when the plan is communication-bound (exposed data-parallel
+// communication >= 10% of compute) and top-k at `density` cuts the step by >= 10%; "" otherwise.
+std::string topk_reason(const Plan&, double density = 0.01);
 
 // One line per aspect (layout, memory, step, throughput, cost, checkpoints) for reasons[].
 std::vector<std::string> describe_plan(const Plan&);

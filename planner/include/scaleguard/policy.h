@@ -54,6 +54,10 @@ struct Partition {
   int max_nodes = 0;             // nodes Slurm may give one job here (the partition's size); 0 = unknown
   bool exclusive = false;        // OverSubscribe=EXCLUSIVE: every job gets whole nodes, all their GPUs
   bool shadow = false;           // mode = shadow here: judge and log, change nothing
+  // topk_compression = auto | require | forbid (docs/policy.md): a plain data-parallel plan
+  // here gets SCALEGUARD_COMPRESS=topk:0.01 (require) or =none (forbid), or a reason line
+  // proposing it when the plan is communication-bound (auto).
+  std::string topk_compression = "auto";
   Rules rules;                   // the global rules with this partition's overrides applied
   // Copies resolved from the catalog at load time (no pointers: a Policy may be copied).
   Instance inst;

@@ -10,6 +10,12 @@ build_dir=$(abs "${SCALEGUARD_BUILD_DIR:-build}")
 etc_dir=$dev_dir/etc
 [ -z "${SCALEGUARD_SLURM_CONF_DIR:-}" ] || etc_dir=$(abs "$SCALEGUARD_SLURM_CONF_DIR")
 run_dir=$dev_dir/run
+# slurmd's spool holds slurmstepd's Unix sockets, <spool>/<node>_<job>.<step> (step 4294967291
+# for a batch step), and a socket path has at most 108 bytes: under a long checkout path the
+# batch launch fails once job ids reach 3 digits ("Unix socket path ... is too long") and the
+# job is held. So the spool lives in a short directory named by the state directory's
+# checksum (tests/parallelcluster/pc.bash derives the same); $dev_dir/spool links to it.
+spool_root=${SCALEGUARD_SPOOL_ROOT:-/run/scaleguard-spool}/$(printf %s "$dev_dir" | cksum | cut -d' ' -f1)
 log_dir=$dev_dir/log
 munge_dir=$dev_dir/munge
 # SCALEGUARD_DEV_NODES: the two slurmd node names (a config from SCALEGUARD_SLURM_CONF_DIR
@@ -37,13 +43,13 @@ live_pid() {
 }
 
 # Our daemons name the state directory on their command line; slurmstepd does not, but it
-# keeps a socket open in our spool directory. (The pattern comes from a file so grep does
+# keeps a socket open in our spool directory (under $spool_root). (The pattern comes from a file so grep does
 # not find itself.)
 our_pids() {
   local p
   grep -lsFf <(printf '%s/\n' "$dev_dir") /proc/[0-9]*/cmdline | cut -d/ -f3
   for p in $(pgrep -x slurmstepd); do
-    ls -l "/proc/$p/fd" 2>/dev/null | grep -qF -- "$dev_dir/" && echo "$p"
+    ls -l "/proc/$p/fd" 2>/dev/null | grep -qF -e "$dev_dir/" -e "$spool_root/" && echo "$p"
   done
 }
 

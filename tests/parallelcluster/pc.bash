@@ -81,7 +81,7 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$PC_DEV/munge/munge.socket.2
 StateSaveLocation=$PC_DEV/state
-SlurmdSpoolDir=$PC_DEV/spool/%n
+SlurmdSpoolDir=${SCALEGUARD_SPOOL_ROOT:-/run/scaleguard-spool}/$(printf %s "$PC_DEV" | cksum | cut -d" " -f1)/%n
 SlurmctldPidFile=$PC_DEV/run/slurmctld.pid
 SlurmdPidFile=$PC_DEV/run/slurmd-%n.pid
 TmpFS=$PC_DEV/tmp/%n

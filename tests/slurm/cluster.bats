@@ -41,6 +41,20 @@ setup() {
   assert_success
 }
 
+@test "slurmstepd's socket paths fit in 108 bytes for any job id, whatever the checkout path" {
+  # <SlurmdSpoolDir>/<node>_<job id>.<step>: a batch step is 4294967291, job ids reach 7
+  # digits. Under a long state directory the batch launch failed at job 100 and held the job.
+  run scontrol show config
+  spool=$(sed -n 's/^SlurmdSpoolDir *= *//p' <<<"$output")
+  [ -n "$spool" ]
+  for node in $(sinfo -h -N -o %N | sort -u); do
+    path=${spool//%n/$node}/${node}_9999999.4294967291
+    echo "$path (${#path} bytes)"
+    [ "${#path}" -le 107 ]
+    [ -d "${spool//%n/$node}" ]
+  done
+}
+
 @test "a 2-node job gets GPUs on both nodes" {
   # 4 GPUs for 2 days: enough GPU-hours for the policy to allow several GPUs.
   run srun -N2 -n2 --gpus-per-node=2 --time=2-0 -l bash -c 'echo $SLURMD_NODENAME gpus=$CUDA_VISIBLE_DEVICES'

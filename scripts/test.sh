@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
+# ccache: hash without the build directory, so the per-release plugin builds and the package
+# builds (other build directories, same flags) reuse this build's objects.
+export CCACHE_NOHASHDIR=1
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 [ -f "$build/CMakeCache.txt" ] && gen=()
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

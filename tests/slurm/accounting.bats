@@ -123,9 +123,12 @@ setup_file() {
   # A requeued job may start again only after Slurm's requeue delay (cred_expire, 120 s by
   # default): move its begin time to 2 s from now (not now: a slurmd refuses a relaunch within
   # the second it killed the job, "already killed"). The update fails until the requeue has
-  # put it back to PENDING.
+  # put it back to PENDING; it can also succeed on the job still completing its first run
+  # (seen in CI: the begin time then went to the first run's accounting record, and the second
+  # run's cost came out of sacct unpriced), so wait for PENDING first.
   for ((i = 0; i < 100; i++)); do
-    scontrol update jobid="$AC_REQ" StartTime=now+2 2>/dev/null && break
+    [ "$(squeue -h -j "$AC_REQ" -o %T 2>/dev/null)" = PENDING ] &&
+      scontrol update jobid="$AC_REQ" StartTime=now+2 2>/dev/null && break
     sleep 0.2
   done
   wait_sacct "$AC_WIDE:COMPLETED" "$AC_OK:COMPLETED" "$AC_FAIL:FAILED" \
@@ -232,6 +235,7 @@ job_json() {  # job_json ID FIELD
 }
 
 @test "cost is GPU-hours x the partition's price from the policy and catalog (spot vs on-demand)" {
+  cat sacct.txt; jq -c '.notes, .by_partition' report.json   # printed only if this test fails
   local od spot
   od=$(gpu_hour_price gpu-od)
   spot=$(gpu_hour_price gpu-spot)

@@ -245,6 +245,10 @@ def component_envelope(rec, cluster):
         # job's CPUs at least, and a per-job GPU count may need several nodes.
         max_nodes = max(int(lo), int(rec.get("NumCPUs", "1")),
                         math.ceil((gpu_count(rec.get("TresPerJob")) or 0) / max(1, node_gpus)))
+    # Per-task GPUs x tasks beyond one node's GPUs spread the tasks whatever NumNodes says
+    # (23.11 shows -n4 --gpus-per-task=4 pending as NumNodes=1-1 and runs it on 2 nodes).
+    per_task_total = (gpu_count(rec.get("TresPerTask")) or 0) * int(rec.get("NumTasks", "1") or 1)
+    max_nodes = max(max_nodes, math.ceil(per_task_total / max(1, node_gpus)))
     max_nodes = min(max_nodes, pmax)
 
     per_node = []  # GPUs per node candidates

@@ -107,6 +107,18 @@ netns_create() {
     ip -n "$ns" link set lo up
     ip -n "$ns" link set "$node_if" up
     ip -n "$ns" route add default via "$net.1"
+    # The namespace's packets go no further than the bridge, so a DNS query from inside waits
+    # for its timeouts (5 s x attempts). Slurm 25.11's slurmd resolves every accepted peer's
+    # name (conmgr, getnameinfo) and stopped answering slurmctld: make the host's name
+    # servers unreachable in the namespace, so a lookup fails at once and Slurm uses the address.
+    local dns
+    for dns in $(awk '$1 == "nameserver" { print $2 }' /etc/resolv.conf 2>/dev/null); do
+      case $dns in
+        127.*|::1) ;;   # a local resolver: refused at once inside the namespace anyway
+        *:*) ip -n "$ns" -6 route add unreachable "$dns/128" 2>/dev/null || true ;;
+        *) ip -n "$ns" route add unreachable "$dns/32" 2>/dev/null || true ;;
+      esac
+    done
   done
 }
 

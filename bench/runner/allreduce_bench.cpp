@@ -4,7 +4,10 @@
 // forward/backward a training step computes between two gradient all-reduces. Back to back
 // (0) the call is faster than the same call between ~10+ ms of computation on the 2-core VM
 // (1.5 vs 2.8-3.1 ms for 9 MB, BENCHMARKS.md Runner data parallel); both are reported.
-//   mpirun -np 2 runner_allreduce_bench BYTES ITERS [GAP_US]
+// FRESH=1 (environment): rewrite the whole buffer (untimed) before each call, as backward
+// writes the gradients just before their all-reduce; back to back, the buffer is the one the
+// previous call left in the caches.
+//   mpirun -np 2 [-x FRESH=1] runner_allreduce_bench BYTES ITERS [GAP_US]
 #include <mpi.h>
 
 #include <algorithm>
@@ -24,11 +27,14 @@ int main(int argc, char** argv) {
   long bytes = std::atol(argv[1]);
   int iters = std::atoi(argv[2]);
   double gap_s = argc == 4 ? std::atof(argv[3]) * 1e-6 : 0.0;
+  const char* fresh_env = std::getenv("FRESH");
+  const bool fresh = fresh_env && std::atoi(fresh_env) != 0;
   std::vector<float> buf(static_cast<size_t>(bytes) / sizeof(float), 1.0f);
   std::vector<double> ms;
   for (int i = -5; i < iters; ++i) {  // 5 warm-up calls
     for (double s = MPI_Wtime(); MPI_Wtime() - s < gap_s;) {
     }
+    if (fresh) std::fill(buf.begin(), buf.end(), 1e-3f * static_cast<float>(i + 7 + rank));
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -38,8 +44,8 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     double mean = 0;
     for (double m : ms) mean += m / static_cast<double>(ms.size());
-    std::printf("{\"bytes\":%ld,\"iters\":%d,\"gap_us\":%.0f,\"median_ms\":%.4f,\"mean_ms\":%.4f}\n", bytes, iters,
-                gap_s * 1e6, ms[ms.size() / 2], mean);
+    std::printf("{\"bytes\":%ld,\"iters\":%d,\"gap_us\":%.0f,\"fresh\":%d,\"median_ms\":%.4f,\"mean_ms\":%.4f}\n", bytes,
+                iters, gap_s * 1e6, fresh ? 1 : 0, ms[ms.size() / 2], mean);
   }
   MPI_Finalize();
   return 0;

@@ -36,6 +36,11 @@ export SCALEGUARD_DEV_DIR=$work/dev-cluster
 export SCALEGUARD_BUILD_DIR=$build
 export SCALEGUARD_SOURCE_DIR=$source_dir
 export SCALEGUARD_ACCOUNTING=0
+# The envelope property test draws random shapes; on 22.05 (tests/slurm) a new seed every run.
+# Here one seed checked on 23.11 and 25.11 (300 shapes, 0 violations), so a gap in the test's
+# own oracle on a release (one was found: tests/slurm_release/README.md) does not turn a run red
+# at random; SEED=random (or any number) explores.
+[ "${SEED:-}" = random ] && unset SEED || export SEED=${SEED:-1739745866}
 # What the clients and daemons really are: the tests must not run Debian's by accident.
 export PATH=$prefix/bin:$prefix/sbin:$PATH
 

@@ -62,3 +62,28 @@ mpi_signalable() {
 
 # final_field FILE KEY: a field of the metrics file's {"final":true,...} line.
 final_field() { grep '"final":true' "$1" | sed -E "s/.*\"$2\":\"?([^,\"}]*).*/\1/"; }
+
+# same_losses REF OTHER: every step OTHER logged has exactly REF's loss (why on stderr if not).
+same_losses() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+ref, got = ({r["step"]: r["loss"] for r in map(json.loads, open(p)) if "loss" in r and not r.get("final")}
+            for p in sys.argv[1:])
+if not got:
+    sys.exit(f"{sys.argv[2]}: no steps logged")
+bad = [s for s in got if got[s] != ref.get(s)]
+sys.exit(f"{sys.argv[2]}: steps {bad} differ from {sys.argv[1]}" if bad else 0)
+PY
+}
+
+# same_run REF OTHER: same_losses, and the same final params_checksum (returns, never exits).
+same_run() {
+  same_losses "$1" "$2" || return 1
+  local want got
+  want=$(final_field "$1" params_checksum); got=$(final_field "$2" params_checksum)
+  [ -n "$want" ] && [ "$want" = "$got" ] ||
+    { echo "$2: params_checksum '$got' differs from $1's '$want'" >&2; return 1; }
+}
+
+# expect_same_run REF OTHER: same_run or fail.
+expect_same_run() { same_run "$1" "$2" || fail "$2 is not the uninterrupted run $1 bit for bit"; }

@@ -54,17 +54,6 @@ PY
 # Resume: the small shape of resume_same_layout.sh, warm-up of 8 steps across the save points.
 small=(train --data fortunes.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
        --warmup 0 --min-lr-ratio 1 --seed 5 --threads 1 --log-every 1 --quiet --compress topk:0.01 --compress-warmup 8)
-same_run() {  # REF OTHER: OTHER's logged steps have REF's losses exactly, and its final checksum
-  /usr/bin/python3 - "$1" "$2" <<'PY' || return 1
-import json, sys
-ref, got = ({r["step"]: r["loss"] for r in map(json.loads, open(p)) if "loss" in r and not r.get("final")}
-            for p in sys.argv[1:])
-assert got, "no steps logged"
-bad = [s for s in got if got[s] != ref.get(s)]
-sys.exit(f"steps {bad} differ" if bad else 0)
-PY
-  [ "$(final_field "$1" params_checksum)" = "$(final_field "$2" params_checksum)" ]
-}
 mpi 2 "${small[@]}" --steps 12 --metrics ref.jsonl 2> ref.log || { cat ref.log; fail "reference run failed"; }
 mpi 2 "${small[@]}" --steps 6 --metrics a.jsonl --ckpt-dir ck --ckpt-every 4 --ckpt-async on 2> a.log ||
   { cat a.log; fail "first half failed"; }

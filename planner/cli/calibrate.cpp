@@ -90,14 +90,6 @@ struct WriteSetup {
 
 std::string num(double v) { return fmt("%.6g", v); }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string layout_text(const RunInfo& r) {
   return fmt("tp=%d pp=%d dp=%d zero=%d micro_batch=%d global_batch=%d threads=%d", r.tp, r.pp, r.dp, r.zero,
@@ -174,7 +166,7 @@ int write_calibration(const std::vector<Metrics>& runs, const Hardware& hw, cons
   for (int i = 0; i < ws.argc; ++i) command += (i ? " " : "") + std::string(ws.argv[i]);
   for (char& ch : command)
     if (ch == '\n' || ch == '#') ch = ' ';
-  text += "[calibration]\nwritten = " + utc_now() + "\nscaleguard_version = " SCALEGUARD_VERSION "\n";
+  text += "[calibration]\nwritten = " + utc_text(std::time(nullptr)) + "\nscaleguard_version = " SCALEGUARD_VERSION "\n";
   text += "command = scaleguard " + command + "\n\n";
   std::string sources;
   for (size_t i = 0; i < runs.size(); ++i) {

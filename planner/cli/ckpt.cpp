@@ -1,13 +1,13 @@
 // `scaleguard ckpt ls|verify|inspect DIR`: checkpoints without HDF5 (manifest + checksums).
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common.h"
 #include "scaleguard/checksum.h"
 #include "scaleguard/ckpt_manifest.h"
 #include "verbs.h"
@@ -24,14 +24,6 @@ const char* kUsage =
     "       scaleguard ckpt inspect DIR [--json]  strategy, shards, datasets, shapes\n"
     "DIR is a checkpoint root (holding step-N directories) or one step-N directory.\n";
 
-std::string time_str(int64_t t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string shape_str(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -67,7 +59,7 @@ int ls(const std::string& dir, bool json) {
     auto out = nlohmann::json::array();
     for (const auto& l : *listed)
       out.push_back({{"name", l.name}, {"step", l.step}, {"status", ck::status_name(l.status)}, {"bytes", l.bytes},
-                     {"mtime", time_str(l.mtime)}, {"latest", l.name == latest}, {"why", l.why}});
+                     {"mtime", scaleguard::cli::utc_text(l.mtime)}, {"latest", l.name == latest}, {"why", l.why}});
     std::cout << out.dump(1) << "\n";
     return 0;
   }
@@ -78,7 +70,7 @@ int ls(const std::string& dir, bool json) {
     if (l.status == ck::Status::partial) status += " (ignored, removed at the next start)";
     if (l.status == ck::Status::broken) status += ": " + l.why;
     std::printf("%-24s %10lld  %-20s %12llu  %s\n", l.name.c_str(), static_cast<long long>(l.step),
-                time_str(l.mtime).c_str(), static_cast<unsigned long long>(l.bytes), status.c_str());
+                scaleguard::cli::utc_text(l.mtime).c_str(), static_cast<unsigned long long>(l.bytes), status.c_str());
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 
 namespace scaleguard::cli {
@@ -202,6 +203,14 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     s.gpus = static_cast<int>(n);
   }
   return s;
+}
+
+std::string utc_text(std::int64_t t, const char* format) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  return std::strftime(buf, sizeof buf, format, &tm) ? buf : "";
 }
 
 }  // namespace scaleguard::cli

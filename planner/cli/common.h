@@ -1,6 +1,7 @@
 // Helpers shared by the planner's verbs: config paths, option parsing, error printing.
 #pragma once
 #include <boost/program_options.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -40,5 +41,7 @@ struct PlanSetup {
 };
 // Builds the setup from the options; prints the error and returns nullopt on bad input.
 std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& vm);
+// Seconds since the epoch as UTC text in a strftime format, e.g. "%Y-%m-%dT%H:%M:%SZ".
+std::string utc_text(std::int64_t t, const char* format = "%Y-%m-%dT%H:%M:%SZ");
 
 }  // namespace scaleguard::cli

@@ -179,14 +179,6 @@ RunResult run_one(const Setup& s, int ranks, int nodes, int steps, double limit_
   return r;
 }
 
-std::string utc_date(long long t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char b[16];
-  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
-  return b;
-}
 
 int run(int argc, char** argv) {
   po::options_description desc("scaleguard probe options");
@@ -348,7 +340,7 @@ int run(int argc, char** argv) {
   m.peak_bytes = std::max(one.peak_bytes, two.peak_bytes);
   m.gpu_hours = spent_s / 3600;
   m.time = static_cast<long long>(std::time(nullptr));
-  m.date = utc_date(m.time);
+  m.date = utc_text(m.time, "%Y-%m-%d");
   m.version = SCALEGUARD_VERSION;
   m.job_id = env_or("SLURM_JOB_ID", "");
   m.user = env_or("USER", std::to_string(getuid()));

@@ -82,6 +82,12 @@ Result<RunInfo> parse_run(const json& run, const std::string& source) {
     if (!p) return bad(source, 1, "precision", p.error().message, p.error().hint);
     r.precision = p.value();
   }
+  if (run.contains("recompute")) {
+    auto rc = run["recompute"].is_string() ? parse_recompute(run["recompute"].get<std::string>())
+                                           : Result<Recompute>(Error{"expected a string", "", 0, "", ""});
+    if (!rc) return bad(source, 1, "recompute", rc.error().message, rc.error().hint);
+    r.recompute = rc.value();
+  }
   if (r.world > 0 && r.world != r.tp * r.pp * r.dp)
     return bad(source, 1, "world", text::format("world %d != tp %d x pp %d x dp %d", r.world, r.tp, r.pp, r.dp));
   return r;
@@ -164,7 +170,7 @@ Result<Metrics> parse_metrics(const std::string& text, const std::string& source
     }
     if (j.contains("run")) {  // a resumed run appends its own run line: same configuration only
       for (const char* k : {"n_layer", "n_head", "n_embd", "seq_len", "vocab_size", "global_batch", "micro_batch",
-                            "tp", "pp", "dp", "zero"})
+                            "tp", "pp", "dp", "zero", "precision", "recompute"})
         if (j["run"].value(k, json()) != first_run.value(k, json()))
           return bad(source, n, std::string("run.") + k, "a second run line with a different configuration",
                      "calibrate one configuration per file");
@@ -259,7 +265,7 @@ Result<RunSetup> run_setup(const RunInfo& r, const Hardware& hw) {
   spec.precision = r.precision;
   spec.optimizer = Optimizer::adam;
   return RunSetup{Workload{spec, double(r.global_batch) * r.seq_len, r.global_batch},
-                  Layout{r.tp, r.pp, r.dp, r.zero, r.micro_batch, Recompute::none}};
+                  Layout{r.tp, r.pp, r.dp, r.zero, r.micro_batch, r.recompute}};
 }
 }  // namespace
 

@@ -300,13 +300,14 @@ void Trainer::log_run() {
                "{\"run\":{\"model\":\"%s\",\"n_layer\":%lld,\"n_head\":%lld,\"n_embd\":%lld,\"seq_len\":%lld,"
                "\"vocab_size\":%lld,\"global_batch\":%lld,\"micro_batch\":%lld,\"micro_batches\":%lld,\"tp\":%d,"
                "\"pp\":%d,\"dp\":%d,\"zero\":%lld,\"world\":%d,\"threads\":%d,\"params\":%lld,"
-               "\"schedule\":\"%s\",\"device\":\"%s\"}}\n",
+               "\"schedule\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"recompute\":\"%s\"}}\n",
                cfg_.model.c_str(), static_cast<long long>(cfg_.n_layer), static_cast<long long>(cfg_.n_head),
                static_cast<long long>(cfg_.n_embd), static_cast<long long>(cfg_.seq_len),
                static_cast<long long>(cfg_.vocab_size), static_cast<long long>(cfg_.global_batch),
                static_cast<long long>(cfg_.micro_batch), static_cast<long long>(accum_), grid_.tp, grid_.pp, grid_.dp,
                static_cast<long long>(cfg_.zero), launch_.world, at::get_num_threads(), params,
-               grid_.pp > 1 ? cfg_.schedule.c_str() : "none", device_.is_cuda() ? "cuda" : "cpu");
+               grid_.pp > 1 ? cfg_.schedule.c_str() : "none", device_.is_cuda() ? "cuda" : "cpu", cfg_.precision.c_str(),
+               cfg_.recompute.c_str());
   std::fflush(metrics_);
 }
 

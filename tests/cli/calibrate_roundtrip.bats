@@ -2,8 +2,9 @@
 # The must-show of issue 16 item 3: `scaleguard calibrate --write` round trip on real runs.
 # scaleguard-run trains a small GPT on this machine's CPU (mpirun ranks: single, ddp,
 # pipeline and tensor parallel), `calibrate --write` fits the host from five of the runs,
-# and `plan --calibration` predicts a sixth run that was not in the fit (ddp, twice the
-# global batch) within 15 % of its measured median step.
+# and `plan --calibration` predicts four runs that were not in the fit (ddp, pipeline and
+# tensor parallel at twice the global batch; hybrid tp 2 x pp 2 on 4 ranks) each within 15 %
+# of its measured median step.
 #
 # It measures time, so it is not in the default suites: ctest label `calibration`
 # (`ctest -L calibration`), registered only when scaleguard-run is built. Tolerance: 15 %
@@ -50,7 +51,10 @@ setup_file() {
     train ddp2-b16 $round 2 --dp 2 --global-batch 16 --micro-batch 8
     train pp2-b16 $round 2 --pp 2 --global-batch 16 --micro-batch 4
     train ddp2-b32 $round 2 --dp 2 --global-batch 32 --micro-batch 16   # held out
+    train pp2-b32 $round 2 --pp 2 --global-batch 32 --micro-batch 4     # held out
     train tp2-b16 $round 2 --tp 2 --global-batch 16 --micro-batch 16
+    train tp2-b32 $round 2 --tp 2 --global-batch 32 --micro-batch 16    # held out
+    train hybrid-b16 $round 4 --tp 2 --pp 2 --global-batch 16 --micro-batch 4   # held out
     train single-b32 $round 1 --global-batch 32 --micro-batch 16
   done
 }
@@ -84,18 +88,36 @@ median_step_s() {
   assert_output --partial "layout = tp=2 pp=1 dp=1 zero=0 micro_batch=16 global_batch=16"
 }
 
-@test "plan --calibration predicts a run that was not in the fit within 15 %" {
+# predict_within NAME PLAN_ARGS...: plan --calibration for the layout of NAME's runs; the
+# prediction is within 15 % of their median step.
+predict_within() {
+  local name=$1; shift
   [ -f "$RT_DIR/cal.ini" ] || skip "the fit above failed"
   run sg plan --calibration "$RT_DIR/cal.ini" --gpu-type devvm \
-    --model layers=4,hidden=128,heads=4,seq=64,vocab=256 --precision fp32 --tokens 1M \
-    --gpus 2 --tp 1 --pp 1 --dp 2 --zero 0 --micro-batch 16 --global-batch 32 --json
+    --model layers=4,hidden=128,heads=4,seq=64,vocab=256 --precision fp32 --tokens 1M "$@" --json
   assert_exit 0
   local predicted measured
   predicted=$(jq .step_seconds <<<"$output")
-  measured=$(median_step_s "$RT_DIR/ddp2-b32.jsonl")
-  echo "held-out ddp2-b32: predicted $predicted s, measured $measured s (median of 57 steps from 3 rounds)" >&3
+  measured=$(median_step_s "$RT_DIR/$name.jsonl")
+  echo "held-out $name: predicted $predicted s, measured $measured s (median of 57 steps from 3 rounds)" >&3
   run jq -n --argjson p "$predicted" --argjson m "$measured" '($p / $m - 1) | fabs < 0.15'
   assert_output true
+}
+
+@test "plan --calibration predicts a ddp run that was not in the fit within 15 %" {
+  predict_within ddp2-b32 --gpus 2 --tp 1 --pp 1 --dp 2 --zero 0 --micro-batch 16 --global-batch 32
+}
+
+@test "plan --calibration predicts a pipeline run that was not in the fit within 15 %" {
+  predict_within pp2-b32 --gpus 2 --tp 1 --pp 2 --dp 1 --zero 0 --micro-batch 4 --global-batch 32
+}
+
+@test "plan --calibration predicts a tensor-parallel run that was not in the fit within 15 %" {
+  predict_within tp2-b32 --gpus 2 --tp 2 --pp 1 --dp 1 --zero 0 --micro-batch 16 --global-batch 32
+}
+
+@test "plan --calibration predicts a hybrid tp x pp run on 4 ranks that was not in the fit within 15 %" {
+  predict_within hybrid-b16 --gpus 4 --tp 2 --pp 2 --dp 1 --zero 0 --micro-batch 4 --global-batch 16
 }
 
 @test "calibrate --write never replaces a file without --force, and leaves no temporary file" {

@@ -54,6 +54,7 @@ TEST(CalibrateMetrics, ReadsTheRunLineAndTheSteps) {
   EXPECT_EQ(r.threads, 1);
   EXPECT_DOUBLE_EQ(r.params, 830000);
   EXPECT_EQ(r.precision, Precision::fp32);  // the runner trains in fp32 unless the line says otherwise
+  EXPECT_EQ(r.recompute, Recompute::none);
   ASSERT_EQ(m.value().steps.size(), 3u);  // the checkpoint event and the blank line are not steps
   EXPECT_DOUBLE_EQ(m.value().steps[1].step_ms, 50);
   EXPECT_DOUBLE_EQ(m.value().steps[2].bubble_fraction, 0.2);
@@ -87,6 +88,8 @@ TEST(CalibrateMetrics, MalformedFilesAreClearErrors) {
   EXPECT_EQ(error_of(with(R"("world":4)", R"("world":3)")).field, "world");
   EXPECT_EQ(error_of(with(R"("params":830000)", R"("params":-1)")).field, "params");
   EXPECT_EQ(error_of(with(R"("model":"gpt")", R"("model":"a\nb")")).field, "model");
+  EXPECT_EQ(error_of(with(R"("device":"cpu")", R"("device":"cpu","recompute":"sometimes")")).field, "recompute");
+  EXPECT_EQ(error_of(with(R"("device":"cpu")", R"("device":"cpu","recompute":1)")).field, "recompute");
   // Step fields.
   e = error_of(std::string(kRun) + "\n" + step(1, -5, 0, 0));
   EXPECT_EQ(e.field, "step_ms");
@@ -123,6 +126,29 @@ TEST(Calibrate, ThePredictionFedBackReturnsItsEfficiency) {
   // Compute twice as slow as predicted: half the efficiency.
   for (auto& s : m.steps) s.step_ms *= 2;
   EXPECT_NEAR(calibrate(m, host_hardware(host(20, 0.05, 1), Assumptions{}), 1).value().implied_efficiency, 0.2, 1e-6);
+}
+
+TEST(Calibrate, ARecomputedRunIsPredictedWithItsExtraForward) {
+  // The runner's run line says how it trained; a run with full recompute repeats the
+  // forward, so its prediction (and the efficiency fitted from it) must count that work.
+  std::string full = kRun;
+  full.replace(full.find(R"("device":"cpu")"), 14, R"("device":"cpu","precision":"bf16","recompute":"full")");
+  auto plain = parse_metrics(std::string(kRun) + "\n" + step(1, 50, 0.1, 0.2), "m.jsonl");
+  auto recomputed = parse_metrics(full + "\n" + step(1, 50, 0.1, 0.2), "m.jsonl");
+  ASSERT_TRUE(plain.ok() && recomputed.ok());
+  EXPECT_EQ(recomputed.value().run.recompute, Recompute::full);
+  EXPECT_EQ(recomputed.value().run.precision, Precision::bf16);
+  const Hardware hw = host_hardware(host(20, 5), Assumptions{});
+  auto a = predict_run(plain.value().run, hw);
+  auto b = predict_run(recomputed.value().run, hw);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(b.value().layout.recompute, Recompute::full);
+  EXPECT_GT(b.value().compute_seconds, 1.2 * a.value().compute_seconds);
+  // A resume that changes how it trains is another configuration.
+  std::string only_recompute = kRun;
+  only_recompute.replace(only_recompute.find(R"("device":"cpu")"), 14, R"("device":"cpu","recompute":"full")");
+  Error e = error_of(std::string(kRun) + "\n" + step(1, 50, 0, 0) + only_recompute + "\n");
+  EXPECT_EQ(e.field, "run.recompute");
 }
 
 TEST(Calibrate, UnusableRunsAreErrorsNotCrashes) {

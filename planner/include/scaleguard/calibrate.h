@@ -20,6 +20,7 @@ struct RunInfo {
   std::string schedule;           // pipeline schedule (1f1b, gpipe), "none" without pp
   std::string device;             // "cpu" or "cuda"
   Precision precision = Precision::fp32;
+  Recompute recompute = Recompute::none;  // activation recompute: full repeats the forward (more FLOPs)
 };
 
 struct StepSample {

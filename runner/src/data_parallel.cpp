@@ -5,6 +5,8 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/utils.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +15,26 @@
 #include "step_timer.h"
 
 namespace scaleguard::run {
+namespace {
+// A zeroed flat buffer. On the CPU one of 2 MB or more gets its own 2 MB-aligned memory with
+// transparent huge pages requested (MADV_HUGEPAGE; most distributions set THP to "madvise"):
+// the all-reduce's single-copy transfer (Open MPI's CMA) pins and walks the peer's pages
+// and the reduction streams through them, and with 4 KB pages a 9 MB bucket costs twice as
+// long (BENCHMARKS.md, Runner data parallel). Where the kernel has no huge page to give,
+// the memory is ordinary pages and nothing else changes.
+at::Tensor flat_zeros(int64_t numel, const at::TensorOptions& opts) {
+  constexpr size_t kHuge = 2u << 20;
+  const size_t bytes = static_cast<size_t>(numel) * opts.dtype().itemsize();
+  if (!opts.device().is_cpu() || bytes < kHuge) return at::zeros({numel}, opts);
+  const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* mem = std::aligned_alloc(kHuge, rounded);
+  if (!mem) throw std::bad_alloc();
+  madvise(mem, rounded, MADV_HUGEPAGE);  // advice only: ignored where THP is off
+  std::memset(mem, 0, rounded);
+  return torch::from_blob(mem, {numel}, [](void* m) { std::free(m); }, opts);
+}
+}  // namespace
+
 FlatLayout::FlatLayout(LanguageModel& model, int64_t bucket_bytes, Communicator* shard_group)
     : shard_group_(shard_group) {
   auto named = model.named_parameters();
@@ -43,11 +65,11 @@ FlatLayout::FlatLayout(LanguageModel& model, int64_t bucket_bytes, Communicator*
     for (size_t i : groups[b]) n += named[i].value().numel();
     int64_t padded = (n + shards - 1) / shards * shards;  // equal shards; the padding stays 0
     Bucket bucket;
-    bucket.params = at::zeros({padded}, opts);
-    bucket.grads = at::zeros({padded}, opts);
+    bucket.params = flat_zeros(padded, opts);
+    bucket.grads = flat_zeros(padded, opts);
     bucket.shard_numel = padded / shards;
     bucket.shard_offset = shard_index * bucket.shard_numel;
-    bucket.grad_shard = shards == 1 ? bucket.grads : at::zeros({bucket.shard_numel}, opts);
+    bucket.grad_shard = shards == 1 ? bucket.grads : flat_zeros(bucket.shard_numel, opts);
     int64_t off = 0;
     for (size_t i : groups[b]) {
       at::Tensor p = named[i].value();

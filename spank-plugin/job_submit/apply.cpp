@@ -148,6 +148,8 @@ scaleguard::JobRequest as_applied(scaleguard::JobRequest r, const Decision& d) {
     if (rw.nodes) r.nodes_min = r.nodes_max = *rw.nodes;
     if (rw.time_limit_min) r.time_limit_min = *rw.time_limit_min;
     if (rw.partition) r.partition = *rw.partition;
+    if (rw.requeue) r.requeue = true;
+    if (rw.signal_before_s > 0) r.checkpoint_signal_s = rw.signal_before_s > 65535 ? 65535 : rw.signal_before_s;
   }
   if (d.bound_time_min && r.time_limit_min <= 0) r.time_limit_min = *d.bound_time_min;
   if (d.bound_max_nodes && (r.nodes_max <= 0 || r.nodes_max > *d.bound_max_nodes)) r.nodes_max = *d.bound_max_nodes;

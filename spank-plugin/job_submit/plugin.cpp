@@ -129,7 +129,7 @@ bool can_grow(const job_desc_msg_t& u) {
   return u.min_nodes != NO_VAL || u.max_nodes != NO_VAL || u.num_tasks != NO_VAL ||
          u.ntasks_per_node != NO_VAL16 || u.sockets_per_node != NO_VAL16 || u.time_limit != NO_VAL ||
          u.partition || u.tres_per_job || u.tres_per_node || u.tres_per_task || u.tres_per_socket ||
-         u.shared != NO_VAL16 || u.req_nodes || u.features || u.array_inx;
+         u.shared != NO_VAL16 || u.req_nodes || u.features || u.array_inx || u.requeue == 0;
 }
 
 // The judged request with an update laid over it. Each size may only grow in what is judged
@@ -149,6 +149,7 @@ scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobReq
   if (!u.gpu_type.empty()) r.gpu_type = u.gpu_type;
   if (!u.partition.empty()) r.partition = u.partition;
   r.exclusive = r.exclusive || u.exclusive;
+  r.requeue = r.requeue || u.requeue;
   return r;
 }
 
@@ -200,6 +201,8 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
                                 change.partition + " needs a new submission there"));
   }
   auto request = merged(*judged, change);
+  const bool requeue_off = update->requeue == 0;  // scontrol update Requeue=0
+  if (requeue_off) request.requeue = false;
   request.user = "uid " + std::to_string(uid);
   sg_slurm::attach_measurements(*policy, uid, &request);
   auto decision = scaleguard::decide(request, *policy);
@@ -210,21 +213,39 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     return SLURM_SUCCESS;
   }
   // An update cannot be rewritten under the user's feet: a rewrite of its size, time or
-  // partition refuses it. (requeue and the warning signal were set at submission when due.)
+  // partition refuses it.
   const auto& rw = decision.rewrite;
   const bool resized = decision.action == Action::rewrite &&
                        (rw.gpus_total || rw.gpus_per_node || rw.nodes || rw.time_limit_min || rw.partition);
-  if (decision.action == Action::reject || resized || decision.bound_time_min || decision.bound_max_nodes) {
+  // Checkpointing the update makes due (checkpoint_required): Slurm applies --requeue from an
+  // update but never a warning signal (update_job ignores warn_*), so a job without
+  // --signal=B:USR1@N is refused, and so is turning requeue off; a missing requeue is added.
+  const bool checkpoint_due = decision.action == Action::rewrite && (rw.requeue || rw.signal_before_s > 0);
+  std::string checkpoint_refusal;
+  if (checkpoint_due && requeue_off)
+    checkpoint_refusal = "requeue cannot be turned off: the job must checkpoint and requeue";
+  else if (checkpoint_due && request.checkpoint_signal_s < rw.signal_before_s)
+    checkpoint_refusal = "the job would have to checkpoint, and Slurm cannot add --signal=B:USR1@" +
+                         std::to_string(rw.signal_before_s) + " to a submitted job: resubmit with --requeue --signal=B:USR1@" +
+                         std::to_string(rw.signal_before_s);
+  if (decision.action == Action::reject || resized || decision.bound_time_min || decision.bound_max_nodes ||
+      !checkpoint_refusal.empty()) {
     if (decision.action != Action::reject) {
       decision.action = Action::reject;
-      decision.message = "scaleguard: update of job " + job + " refused: the job would have to be changed (" +
-                         decision.summary + "); " + decision.message;
+      decision.message = "scaleguard: update of job " + job + " refused: " +
+                         (checkpoint_refusal.empty() ? "the job would have to be changed (" + decision.summary + ")"
+                                                     : checkpoint_refusal + " (" + decision.summary + ")") +
+                         "; " + decision.message;
     }
     sg_slurm::record_decision(*policy, entry);
     slurm_info("job_submit/scaleguard: update of job %s by uid %u refused: %s", job.c_str(), uid,
                sg_slurm::one_line(decision.message, sg_slurm::kMaxMessage).c_str());
     tell(decision.message);
     return sg_slurm::kRefused;
+  }
+  if (checkpoint_due && !request.requeue) {
+    update->requeue = 1;  // applied by Slurm with the rest of the update
+    request.requeue = true;
   }
   // Accepted: the record grows to what was judged now (slurmctld holds the job write lock).
   std::string record = sg_slurm::record_after_update(request, entry.id, decision.summary, existing);

@@ -73,6 +73,7 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
   num("n0", j.nodes_min), num("n1", j.nodes_max), num("nt", j.ntasks), num("tpn", j.ntasks_per_node);
   num("spn", j.sockets_per_node), num("nl", j.nodes_listed), num("x", j.exclusive), num("a", j.array_tasks);
   num("t", j.time_limit_min);
+  num("rq", j.requeue), num("sig", j.checkpoint_signal_s);
   if (!j.partition.empty()) add("p", j.partition.substr(0, 256));
   // The intent, when short enough to keep: an update is then judged with the same plan.
   if (!j.model.empty() && j.model.size() <= 64) {
@@ -129,6 +130,8 @@ std::optional<scaleguard::JobRequest> decode_record(const std::string& text) {
     else if (k == "x") ok = to_int(v, &n), j.exclusive = n != 0;
     else if (k == "a") ok = to_int(v, &j.array_tasks);
     else if (k == "t") ok = to_int(v, &j.time_limit_min);
+    else if (k == "rq") ok = to_int(v, &n), j.requeue = n != 0;
+    else if (k == "sig") ok = to_int(v, &j.checkpoint_signal_s);
     else if (k == "p") j.partition = v;
     else if (k == "m") j.model = v;
     else if (k == "tok") ok = to_double(v, &j.tokens);

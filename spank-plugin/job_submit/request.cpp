@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include <cctype>
+#include <csignal>
 #include <cstring>
 #include <map>
 
@@ -227,6 +228,11 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
       !read_count(job.array_inx, false, &r.array_tasks, error))
     return false;
   r.time_limit_min = job.time_limit == INFINITE ? -1 : from_u32(job.time_limit);
+  r.requeue = job.requeue == 1;
+  // --signal=B:USR1@N (what checkpoint_required sets): USR1 to the batch shell N s early.
+  if (job.warn_signal == SIGUSR1 && job.warn_time != NO_VAL16 && job.warn_flags != NO_VAL16 &&
+      (job.warn_flags & KILL_JOB_BATCH))
+    r.checkpoint_signal_s = job.warn_time;
   if (job.partition) r.partition = one_line(job.partition, 256);
   r.user = "uid " + std::to_string(sg_shim::user_id(job, submit_uid));
   if (!read_intent(job, policy, &r, error)) return false;

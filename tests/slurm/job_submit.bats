@@ -151,7 +151,9 @@ intent=(--train-model=350M --train-tokens=1.2B)
 }
 
 @test "scontrol update: a user's changed GPU request is judged again; root is trusted" {
-  run as_user "$JS_TMP" sbatch --parsable -J sg-js -H --gpus=1 --wrap true
+  # With the checkpoint signal from the start: 2 GPUs for 3 days below are >= 100 GPU-hours,
+  # which makes checkpointing due, and an update cannot add the signal (job_submit_envelope.bats).
+  run as_user "$JS_TMP" sbatch --parsable -J sg-js -H --gpus=1 --requeue --signal=B:USR1@300 --wrap true
   assert_success
   job_id=$(parsed_job_id)
   run as_user "$JS_TMP" scontrol update jobid="$job_id" TresPerJob=gres:gpu:8

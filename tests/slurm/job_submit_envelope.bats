@@ -161,6 +161,39 @@ capped() {
   assert_success
 }
 
+@test "updates: crossing checkpoint_required needs the USR1 signal an update cannot add; requeue stays on" {
+  # 1 GPU x 90 h = 90 GPU-hours on-demand: below checkpoint_required (100), so the submission
+  # sets no requeue or signal. 110 h = 110 GPU-hours makes checkpointing due, and Slurm
+  # applies no warning signal from an update: the update is refused, with the way out.
+  run user_sbatch --parsable --gpus=1 -t 90:00:00 -p gpu-od --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run as_user "$EV_TMP" scontrol update jobid="$job_id" TimeLimit=110:00:00
+  assert_failure
+  if slurm_at_least 23.02; then assert_output --partial 'resubmit with --requeue --signal=B:USR1@300'; fi
+  run job_field "$job_id" TimeLimit
+  assert_output 3-18:00:00
+  run grep -E "decision sg-[0-9-]+ event=update job=$job_id .*action=reject rules=.*checkpoint_required_gpu_hours" \
+    "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+  # Submitted with the signal, the same update passes, and the record keeps what the job has.
+  run user_sbatch --parsable --gpus=1 -t 90:00:00 -p gpu-od --requeue --signal=B:USR1@300 --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run as_user "$EV_TMP" scontrol update jobid="$job_id" TimeLimit=110:00:00
+  assert_success
+  run job_field "$job_id" TimeLimit
+  assert_output 4-14:00:00
+  run job_comment "$job_id"
+  assert_output --regexp '\[sg=sg-[0-9]+-[0-9]+;.*rq=1;sig=300'
+  # Now that it must checkpoint, requeue cannot be turned off.
+  run as_user "$EV_TMP" scontrol update jobid="$job_id" Requeue=0
+  assert_failure
+  if slurm_at_least 23.02; then assert_output --partial 'requeue cannot be turned off'; fi
+  run job_field "$job_id" Requeue
+  assert_output 1
+}
+
 @test "updates: a job that was not judged cannot be moved into a governed partition" {
   # Jobs outside the policy's partitions carry no record; moving one in is a new submission.
   run user_sbatch --parsable --gpus=1 -t 1:00:00 --wrap true

@@ -39,6 +39,9 @@ struct JobRequest {
   int het_component = -1;    // het job: this component's offset (-1 = not a het job)
   double het_prior_gpu_hours = 0;  // het job: envelope GPU-hours of the components before this one
   std::string user;          // for messages and logs only
+  // Checkpointing as the job holds it (job_submit reads them; decide() does not use them).
+  bool requeue = false;           // --requeue
+  int checkpoint_signal_s = 0;    // --signal=B:USR1@N: N seconds (0 = no such signal)
   // Intent from --train-* options (forwarded in the job's spank env).
   std::string model;             // raw spec: "350M", "llama2-7b", "layers=..,hidden=.."
   double tokens = 0;             // --train-tokens

@@ -16,6 +16,10 @@ export SCALEGUARD_SOURCE_DIR SCALEGUARD_BUILD_DIR SCALEGUARD_DEV_DIR SCALEGUARD_
 # ctest timeout); generous because the CI machine is loaded.
 : "${BATS_TEST_TIMEOUT:=240}"
 export BATS_TEST_TIMEOUT
+# `sbatch --wait` runs under `timeout "$SBATCH_WAIT_S"`: a job Slurm holds after a failed
+# launch keeps sbatch waiting forever, and bats' own timeout does not always end a child of
+# `run`; this fails the test with status 124 first.
+: "${SBATCH_WAIT_S:=200}"
 
 # Exports SLURM_CONF and PATH for the dev cluster; fails when it is not up.
 cluster_env() {

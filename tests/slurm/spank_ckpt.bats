@@ -32,7 +32,7 @@ held_job() {
 }
 
 @test "inside the roots: created on every node by the (non-root) user, mode 750" {
-  run as_user "$work" sbatch --wait -N2 -o "$work/out" --train-ckpt-dir="$work/run1/ckpt" \
+  run as_user "$work" timeout "$SBATCH_WAIT_S" sbatch --wait -N2 -o "$work/out" --train-ckpt-dir="$work/run1/ckpt" \
     --wrap 'echo "dir=$SCALEGUARD_CKPT_DIR"; srun -N2 -n2 bash -c "echo task=\$SCALEGUARD_CKPT_DIR"'
   assert_success
   run stat -c '%U %a' "$work/run1" "$work/run1/ckpt"
@@ -152,7 +152,7 @@ held_job() {
   mkdir -m 0755 "$work/shared"                                 # root's, on the way: fine
   mkdir -m 0700 "$work/shared/mine"
   chown "$SCALEGUARD_TEST_USER" "$work/shared/mine"
-  run as_user "$work" sbatch --wait -o "$work/out" --train-ckpt-dir="$work/shared/mine" \
+  run as_user "$work" timeout "$SBATCH_WAIT_S" sbatch --wait -o "$work/out" --train-ckpt-dir="$work/shared/mine" \
     --wrap 'touch "$SCALEGUARD_CKPT_DIR/ran"'
   assert_success
   [ "$(stat -c %U "$work/shared/mine/ran")" = "$SCALEGUARD_TEST_USER" ]

@@ -31,7 +31,7 @@ probe_id() {
 @test "option values reach the job's spank env as _SLURM_SPANK_OPTION_scaleguard_*" {
   # Options without a model (no training intent): the controller judges the raw request.
   # As the test user: $work is theirs, and a checkpoint directory must be the job's user's.
-  run as_user "$work" sbatch --wait -o "$work/out" --train-strategy=auto --train-deadline=2h \
+  run as_user "$work" timeout "$SBATCH_WAIT_S" sbatch --wait -o "$work/out" --train-strategy=auto --train-deadline=2h \
     --train-ckpt-interval=30 --train-ckpt-dir="$work/ckpt" --wrap 'env'
   assert_success
   # sbatch exports the job's spank env to the script as SLURM_SPANK_<name>.
@@ -44,7 +44,7 @@ probe_id() {
 
 @test "SCALEGUARD_TRAIN_* defaults are forwarded under the same names; the command line wins" {
   SCALEGUARD_TRAIN_DEADLINE=3h SCALEGUARD_TRAIN_STRATEGY=zero \
-    run sbatch --wait -o "$work/out" --train-strategy=auto --wrap 'env'
+    run timeout "$SBATCH_WAIT_S" sbatch --wait -o "$work/out" --train-strategy=auto --wrap 'env'
   assert_success
   run cat "$work/out"
   assert_line "SLURM_SPANK__SLURM_SPANK_OPTION_scaleguard_train_deadline=3h"

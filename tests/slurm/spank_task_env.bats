@@ -62,7 +62,7 @@ show='for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PO
 }
 
 @test "a step on a subset of the job's nodes gets its own first node's address" {
-  run sbatch --wait -N2 -o "$work/out" --wrap 'srun -N1 -n1 -w gpu-st-p4d-2 printenv MASTER_ADDR'
+  run timeout "$SBATCH_WAIT_S" sbatch --wait -N2 -o "$work/out" --wrap 'srun -N1 -n1 -w gpu-st-p4d-2 printenv MASTER_ADDR'
   assert_success
   run cat "$work/out"
   assert_output "$(node_addr gpu-st-p4d-2)"
@@ -82,7 +82,7 @@ node_info_rpcs() {
   run as_user "$work" srun -N2 -n2 printenv MASTER_ADDR
   assert_success
   local srun_output=$output
-  run as_user "$work" sbatch --wait -N2 -o "$work/out" \
+  run as_user "$work" timeout "$SBATCH_WAIT_S" sbatch --wait -N2 -o "$work/out" \
     --wrap 'srun -N2 -n2 printenv MASTER_ADDR; srun -N1 -n1 -w gpu-st-p4d-2 printenv MASTER_ADDR'
   assert_success
   after=$(node_info_rpcs)
@@ -95,7 +95,7 @@ node_info_rpcs() {
 }
 
 @test "MASTER_PORT is 20000 + job id mod 10000" {
-  run sbatch --wait -o "$work/out" --wrap 'echo "$SLURM_JOB_ID $MASTER_PORT"'
+  run timeout "$SBATCH_WAIT_S" sbatch --wait -o "$work/out" --wrap 'echo "$SLURM_JOB_ID $MASTER_PORT"'
   assert_success
   read -r id port < "$work/out"
   [ "$port" = "$((20000 + id % 10000))" ]
@@ -148,7 +148,7 @@ $show
 export NCCL_BUFFSIZE=1234
 srun bash -c '$(sed "s/'/'\\\\''/g" <<<"$show")' | sed 's/^/step /'
 EOS
-  run sbatch --wait -N2 --ntasks-per-node=2 -o "$work/out" "$work/job.sh"
+  run timeout "$SBATCH_WAIT_S" sbatch --wait -N2 --ntasks-per-node=2 -o "$work/out" "$work/job.sh"
   assert_success
   run cat "$work/out"
   assert_line "0 RANK=0"
@@ -204,7 +204,7 @@ needs_job_submit() {
 
 @test "a batch job accepted by job_submit/scaleguard carries its plan into the tasks" {
   needs_job_submit
-  run sbatch --wait -o "$work/out" --gpus=1 --time=3:00:00 --train-model=350M \
+  run timeout "$SBATCH_WAIT_S" sbatch --wait -o "$work/out" --gpus=1 --time=3:00:00 --train-model=350M \
     --train-single-gpu-hours=2 --wrap 'srun -n1 env'
   assert_success
   run cat "$work/out"

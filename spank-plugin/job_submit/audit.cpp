@@ -1,7 +1,6 @@
 #include "audit.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,19 +11,13 @@
 
 #include "slurm_api.h"
 #include "text.h"
+#include "user_names.h"
 
 namespace sg_slurm {
 namespace {
 
 std::atomic<unsigned long> g_counter{0};
 std::atomic<long long> g_last_audit_error{0};
-
-std::string user_name(uint32_t uid) {
-  passwd pw{}, *out = nullptr;
-  char buf[1024];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &out) != 0 || !out || !out->pw_name) return "";
-  return one_line(out->pw_name, 64);
-}
 
 std::string utc_now() {
   time_t now = time(nullptr);

@@ -2,7 +2,6 @@
 // sbatch, srun, salloc, `sbatch --test-only` and scrontab submission (once per het job
 // component) and job_modify() for updates; both ask the planner's decide() with the site
 // policy and apply its decision. No exception crosses into slurmctld.
-#include <pwd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "slurm_api.h"
 #include "slurm_shim.h"
 #include "text.h"
+#include "user_names.h"
 
 // The plugin is built with hidden visibility; these are the symbols slurmctld looks up.
 #define SG_EXPORT __attribute__((visibility("default")))
@@ -115,10 +115,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
 bool trusted(const scaleguard::Policy& policy, uint32_t uid) {
   if (uid == 0 || uid == slurm_conf.slurm_user_id) return true;
   if (policy.trusted_users.empty()) return false;
-  std::string name;
-  passwd pw{}, *out = nullptr;
-  char buf[1024];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &out) == 0 && out && out->pw_name) name = out->pw_name;
+  const std::string name = sg_slurm::user_name(uid);
   for (const auto& u : policy.trusted_users)
     if (u == std::to_string(uid) || (!name.empty() && u == name)) return true;
   return false;

@@ -227,11 +227,35 @@ capped() {
   assert_output --partial '"action":"reject"'
   assert_output --partial '"rules":["max_job_gpu_hours"'
   assert_output --partial '"avoided_gpu_hours":160.0'
+  assert_output --partial "\"uid\":$(id -u "$SCALEGUARD_TEST_USER"),\"user\":\"$SCALEGUARD_TEST_USER\""
   run jq -e 'select(.event == "submit") | .envelope.gpus' "$EV_TMP/audit.jsonl"
   assert_success
   run grep -E 'decision sg-[0-9-]+ event=submit job=new uid=[0-9]+ partition=\(default\) envelope=1x8gpu/1200min gpu_hours=160.0 action=reject rules=max_job_gpu_hours' \
     "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
   assert_success
+}
+
+@test "trusted_users by name: that user's updates are not judged; others' still are" {
+  # 8 GPUs x 10 h = 80 GPU-hours; 20 h = 160 > the cap of 150 (a user may raise a pending job's time).
+  run user_sbatch --parsable -N 1 --gpus-per-node=8 -t 10:00:00 -p gpu-spot --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run as_user "$EV_TMP" scontrol update jobid="$job_id" TimeLimit=20:00:00
+  assert_failure
+  sed -i "s/^trusted_users = root\$/trusted_users = root, $SCALEGUARD_TEST_USER/" "$EV_TMP/policy.ini"
+  grep -q "^trusted_users = root, $SCALEGUARD_TEST_USER\$" "$EV_TMP/policy.ini"
+  touch -d '-5 seconds' "$EV_TMP/policy.ini"
+  local i
+  for ((i = 0; i < 40; i++)); do  # the policy is re-read at most once a second
+    run as_user "$EV_TMP" scontrol update jobid="$job_id" TimeLimit=20:00:00
+    [ "$status" -eq 0 ] && break
+    sleep 0.3
+  done
+  sed -i "s/^trusted_users = root, $SCALEGUARD_TEST_USER\$/trusted_users = root/" "$EV_TMP/policy.ini"
+  touch -d '-5 seconds' "$EV_TMP/policy.ini"
+  assert_success
+  run job_field "$job_id" TimeLimit
+  assert_output 20:00:00
 }
 
 @test "shadow mode judges and logs, and changes nothing" {

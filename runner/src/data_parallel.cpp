@@ -17,7 +17,7 @@
 namespace scaleguard::run {
 namespace {
 // A zeroed flat buffer. On the CPU one of 2 MB or more gets its own 2 MB-aligned memory with
-// transparent huge pages requested (MADV_HUGEPAGE; most distributions set THP to "madvise"):
+// transparent huge pages requested (MADV_HUGEPAGE: honoured when THP is "madvise" or "always"):
 // the all-reduce's single-copy transfer (Open MPI's CMA) pins and walks the peer's pages
 // and the reduction streams through them, and with 4 KB pages a 9 MB bucket costs twice as
 // long (BENCHMARKS.md, Runner data parallel). Where the kernel has no huge page to give,

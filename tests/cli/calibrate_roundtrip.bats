@@ -1,10 +1,16 @@
 #!/usr/bin/env bats
 # The must-show of issue 16 item 3: `scaleguard calibrate --write` round trip on real runs.
-# scaleguard-run trains a small GPT on this machine's CPU (mpirun ranks: single, ddp,
-# pipeline and tensor parallel), `calibrate --write` fits the host from five of the runs,
-# and `plan --calibration` predicts four runs that were not in the fit (ddp, pipeline and
-# tensor parallel at twice the global batch; hybrid tp 2 x pp 2 on 4 ranks) each within 15 %
-# of its measured median step.
+# scaleguard-run trains a small GPT on this machine's CPU (single, ddp, pipeline and tensor
+# parallel), `calibrate --write` fits the host from five of the runs, and `plan --calibration`
+# predicts four runs that were not in the fit (ddp, pipeline and tensor parallel at twice the
+# global batch; hybrid tp 2 x pp 2 on 4 ranks) each within 15 % of its measured median step.
+#
+# Two launchers (ROUNDTRIP_LAUNCH):
+#   mpirun  (ctest cli.calibrate_roundtrip): every rank on this host, one shared-memory node.
+#   srun    (ctest slurm.calibrate_roundtrip): every run is a Slurm job step on the dev
+#           cluster (srun --mpi=pmix -N1), the cluster's TaskProlog environment included.
+#           One node: the dev cluster's two nodes share this host's cores, so a run spread
+#           over both is not two hosts' worth of compute, and the fitted host is one node.
 #
 # It measures time, so it is not in the default suites: ctest label `calibration`
 # (`ctest -L calibration`), registered only when scaleguard-run is built. Tolerance: 15 %
@@ -16,6 +22,11 @@ load helpers
 
 setup_file() {
   : "${SCALEGUARD_RUN:?set SCALEGUARD_RUN to the scaleguard-run binary}"
+  export LAUNCH=${ROUNDTRIP_LAUNCH:-mpirun}
+  if [ "$LAUNCH" = srun ]; then
+    source "${SCALEGUARD_DEV_DIR:?the dev cluster (scripts/dev-cluster/up)}/env.sh"
+    scontrol ping | grep -q 'is UP' || { echo "the dev cluster in $SCALEGUARD_DEV_DIR does not answer" >&2; return 1; }
+  fi
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
   unset SCALEGUARD_STRATEGY SCALEGUARD_TP SCALEGUARD_PP SCALEGUARD_DP SCALEGUARD_ZERO SCALEGUARD_MICRO_BATCH
   export RT_DIR="$BATS_FILE_TMPDIR"
@@ -33,7 +44,9 @@ setup_file() {
   train() {  # NAME ROUND RANKS ARGS...: one 20-step chunk, appended to NAME.jsonl
     local name=$1 round=$2 np=$3; shift 3
     local out="$RT_DIR/$name.$round.jsonl"
-    if [ "$np" = 1 ]; then
+    if [ "$LAUNCH" = srun ]; then
+      timeout 300 srun --mpi=pmix -N 1 -n "$np" --time 10 "$SCALEGUARD_RUN" "${base[@]}" "$@" --metrics "$out" 2>"$RT_DIR/$name.log"
+    elif [ "$np" = 1 ]; then
       timeout 300 "$SCALEGUARD_RUN" "${base[@]}" "$@" --metrics "$out" 2>"$RT_DIR/$name.log"
     else
       timeout 300 "${MPIEXEC:-mpirun}" -np "$np" --oversubscribe --bind-to none "$SCALEGUARD_RUN" "${base[@]}" "$@" \
@@ -99,7 +112,7 @@ predict_within() {
   local predicted measured
   predicted=$(jq .step_seconds <<<"$output")
   measured=$(median_step_s "$RT_DIR/$name.jsonl")
-  echo "held-out $name: predicted $predicted s, measured $measured s (median of 57 steps from 3 rounds)" >&3
+  echo "held-out $name ($LAUNCH): predicted $predicted s, measured $measured s (median of 57 steps from 3 rounds)" >&3
   run jq -n --argjson p "$predicted" --argjson m "$measured" '($p / $m - 1) | fabs < 0.15'
   assert_output true
 }

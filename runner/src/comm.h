@@ -82,10 +82,11 @@ std::vector<std::string> mpi_all_gather_strings(MPI_Comm comm, const std::string
 // not contiguous, with an error naming the operation, before the backend sees it. On a GPU
 // that is the whole check. On the CPU a tensor made on the host (at::full(..., kDouble))
 // and one on the training "device" share at::kCPU, so with a CPU `device` the check also
-// requires `cpu_dtype`, the training dtype: the runner moves only float32 tensors between
-// ranks, and host-made scalars, sizes and text (double, int64, bytes) are caught there.
+// requires one of `cpu_dtypes`, the training dtypes: the runner moves only float32 tensors
+// (and bf16 stage-to-stage tensors under --precision bf16) between ranks, and host-made
+// scalars, sizes and text (double, int64, bytes) are caught there.
 std::unique_ptr<Communicator> make_device_checked_communicator(std::unique_ptr<Communicator> inner, at::Device device,
-                                                               at::ScalarType cpu_dtype);
+                                                               std::vector<at::ScalarType> cpu_dtypes);
 
 #ifdef SCALEGUARD_WITH_NCCL
 // CUDA tensors on `device` over NCCL; the unique id is broadcast over `comm` (MPI). Creating

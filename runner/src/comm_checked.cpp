@@ -4,7 +4,9 @@
 // CI (tests/runner/comm_device_check.sh), see comm.h for how a CPU "device" is told apart.
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "comm.h"
 #include "config.h"
@@ -14,8 +16,8 @@ namespace {
 
 class CheckedCommunicator : public Communicator {
  public:
-  CheckedCommunicator(std::unique_ptr<Communicator> inner, at::Device device, at::ScalarType cpu_dtype)
-      : inner_(std::move(inner)), device_(device), cpu_dtype_(cpu_dtype) {}
+  CheckedCommunicator(std::unique_ptr<Communicator> inner, at::Device device, std::vector<at::ScalarType> cpu_dtypes)
+      : inner_(std::move(inner)), device_(device), cpu_dtypes_(std::move(cpu_dtypes)) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   const char* backend() const override { return inner_->backend(); }
@@ -55,7 +57,7 @@ class CheckedCommunicator : public Communicator {
   void barrier() override { inner_->barrier(); }
   std::vector<std::string> all_gather_host(const std::string& mine) override { return inner_->all_gather_host(mine); }
   std::unique_ptr<Communicator> split(int color, int key) const override {
-    return std::make_unique<CheckedCommunicator>(inner_->split(color, key), device_, cpu_dtype_);
+    return std::make_unique<CheckedCommunicator>(inner_->split(color, key), device_, cpu_dtypes_);
   }
 
  private:
@@ -63,14 +65,19 @@ class CheckedCommunicator : public Communicator {
     std::string problem;
     if (!t.defined()) problem = "an undefined tensor";
     else if (t.device() != device_) problem = "a tensor on " + t.device().str();
-    else if (device_.is_cpu() && t.scalar_type() != cpu_dtype_)
+    else if (device_.is_cpu() && std::find(cpu_dtypes_.begin(), cpu_dtypes_.end(), t.scalar_type()) == cpu_dtypes_.end())
       problem = std::string("a ") + c10::toString(t.scalar_type()) + " CPU tensor (on a CPU run only " +
-                c10::toString(cpu_dtype_) + " tensors come from the training device; anything else was made on the host)";
+                dtype_list() + " tensors come from the training device; anything else was made on the host)";
     else if (!t.is_contiguous()) problem = "a non-contiguous tensor";
     if (problem.empty()) return;
     throw RunError(std::string("communicator device check (SCALEGUARD_CHECK_COMM): ") + op + " got " + problem +
                    " of shape " + shape(t) + "; the " + inner_->backend() + " group of " + std::to_string(size()) +
                    " ranks only takes contiguous tensors on the training device " + device_.str());
+  }
+  std::string dtype_list() const {
+    std::string s;
+    for (at::ScalarType d : cpu_dtypes_) s += (s.empty() ? "" : " or ") + std::string(c10::toString(d));
+    return s;
   }
   static std::string shape(const at::Tensor& t) {
     if (!t.defined()) return "[]";
@@ -81,14 +88,14 @@ class CheckedCommunicator : public Communicator {
 
   std::unique_ptr<Communicator> inner_;
   at::Device device_;
-  at::ScalarType cpu_dtype_;
+  std::vector<at::ScalarType> cpu_dtypes_;
 };
 
 }  // namespace
 
 std::unique_ptr<Communicator> make_device_checked_communicator(std::unique_ptr<Communicator> inner, at::Device device,
-                                                               at::ScalarType cpu_dtype) {
-  return std::make_unique<CheckedCommunicator>(std::move(inner), device, cpu_dtype);
+                                                               std::vector<at::ScalarType> cpu_dtypes) {
+  return std::make_unique<CheckedCommunicator>(std::move(inner), device, std::move(cpu_dtypes));
 }
 
 }  // namespace scaleguard::run

@@ -243,8 +243,9 @@ class Gpt : public LanguageModel {
       }
   }
   at::Tensor forward(const at::Tensor& input) override {
-    // Activations in the compute dtype (bf16 under --precision bf16); the embedding lookup
-    // and the stage-to-stage tensors stay fp32 (the pipeline sends fp32), logits are bf16.
+    // Activations in the compute dtype (bf16 under --precision bf16), the stage-to-stage
+    // tensors included (the pipeline sends them as they are); the embedding lookup is fp32,
+    // logits are bf16.
     at::Tensor x;                                                        // (B, T, C)
     if (!part_.has_embedding) x = input.to(compute_);                    // from the previous stage
     else {                                           // input: idx (B, T)
@@ -255,7 +256,7 @@ class Gpt : public LanguageModel {
     }
     const bool full = recompute_ == Recompute::kFull && at::GradMode::is_enabled();
     for (const auto& b : blocks_) x = full ? BlockRecompute::apply(x, b.get()) : b->forward(x);
-    if (!part_.has_head) return x.to(at::kFloat);
+    if (!part_.has_head) return x;
     x = layer_norm(ln_f_, x);
     // Vocabulary parallel: f (all-reduce of the gradient in backward), then this rank's
     // V/tp columns of the logits (B, T, V/tp).

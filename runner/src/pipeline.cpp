@@ -65,14 +65,20 @@ std::vector<int64_t> split_stages(const StageCosts& costs, int64_t n_layer, int 
 }
 
 Pipeline::Pipeline(const Config& cfg, ProcessGrid& grid, LanguageModel& model, at::Device device)
-    : cfg_(cfg), grid_(grid), model_(model), device_(device) {}
+    : cfg_(cfg),
+      grid_(grid),
+      model_(model),
+      device_(device),
+      // Stage-to-stage tensors travel in the compute dtype: a stage's output and its input
+      // gradient are bf16 under --precision bf16, so half the bytes of fp32 and the same values.
+      wire_dtype_(cfg.precision == "bf16" ? at::kBFloat16 : at::kFloat) {}
 
 at::Tensor Pipeline::activation_buffer() const {
-  return at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
+  return at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(wire_dtype_).device(device_));
 }
 
 at::Tensor Pipeline::recv_forward() {
-  at::Tensor a = at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
+  at::Tensor a = activation_buffer();
   grid_.pp_group->recv(a, grid_.pp_rank - 1, kTagForward);
   return a.requires_grad_(true);
 }
@@ -82,7 +88,7 @@ void Pipeline::send_forward(const at::Tensor& activations) {
 }
 
 at::Tensor Pipeline::recv_backward() {
-  at::Tensor g = at::empty({cfg_.micro_batch, cfg_.seq_len, cfg_.n_embd}, at::TensorOptions(at::kFloat).device(device_));
+  at::Tensor g = activation_buffer();
   grid_.pp_group->recv(g, grid_.pp_rank + 1, kTagBackward);
   return g;
 }
@@ -108,7 +114,10 @@ Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
       f.output = model_.forward(f.input);
     }
   }
-  if (send && !grid_.last_stage()) send_forward(f.output);
+  if (send && !grid_.last_stage()) {
+    send_forward(f.output);
+    out.send_bytes += f.output.nbytes();
+  }
   return f;
 }
 
@@ -135,7 +144,10 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
   // Backward of f, then its input gradient to the stage before.
   auto backward_and_send = [&](int64_t u, InFlight& f) {
     backward(u, f, last ? at::Tensor() : recv_backward(), before_backward, out);
-    if (!first) send_backward(f);
+    if (!first) {
+      send_backward(f);
+      out.send_bytes += f.input.grad().nbytes();
+    }
     f = InFlight{};  // free the activations as soon as they are done with
   };
   std::vector<InFlight> live(static_cast<size_t>(m));
@@ -163,6 +175,7 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
         grad = activation_buffer();
         grid_.pp_group->batch_p2p({{true, fresh.output.detach().contiguous(), next, kTagForward},
                                    {false, grad, next, kTagBackward}});
+        out.send_bytes += fresh.output.nbytes();
       }
       InFlight& f = live[static_cast<size_t>(done)];
       backward(done, f, grad, before_backward, out);
@@ -174,7 +187,10 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
         received = activation_buffer();
         ops.push_back({false, received, prev, kTagForward});
       }
-      if (!first) ops.push_back({true, f.input.grad().contiguous(), prev, kTagBackward});
+      if (!first) {
+        ops.push_back({true, f.input.grad().contiguous(), prev, kTagBackward});
+        out.send_bytes += f.input.grad().nbytes();
+      }
       grid_.pp_group->batch_p2p(ops);
       input = received.defined() ? received.requires_grad_(true) : at::Tensor();
       f = InFlight{};

@@ -35,6 +35,7 @@ std::vector<int64_t> split_stages(const StageCosts& costs, int64_t n_layer, int 
 
 struct PipelineStep {
   double loss_sum = 0;  // sum of the micro-batch mean losses (last stage; 0 elsewhere)
+  int64_t send_bytes = 0;  // activations and gradients this stage sent to its neighbours
   // The stage's forward and backward compute and the whole schedule are timed on
   // step_timer() as Timed::kPipelineBusy and Timed::kPipeline.
 };
@@ -60,7 +61,7 @@ class Pipeline {
   at::Tensor recv_forward();
   void send_forward(const at::Tensor& activations);
   at::Tensor recv_backward();
-  at::Tensor activation_buffer() const;  // for a receive: (micro, T, C) float on the device
+  at::Tensor activation_buffer() const;  // for a receive: (micro, T, C) in wire_dtype_ on the device
   void send_backward(const InFlight& f);
   // input: the received activations (undefined on the first stage, which reads batch(u)).
   InFlight forward(int64_t u, at::Tensor input, const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch, double scale,
@@ -72,6 +73,7 @@ class Pipeline {
   ProcessGrid& grid_;
   LanguageModel& model_;
   at::Device device_;
+  at::ScalarType wire_dtype_;  // what stages exchange: the compute dtype (fp32 or bf16)
 };
 
 // Every parameter of the whole model, sorted by name, on every stage of the pp group

@@ -208,6 +208,7 @@ int Trainer::run() {
       pipe = pipeline_->run([&](int64_t u) { return batch(state_.step, u); },
                             [&](int64_t u) { dp_->begin_backward(u == accum_ - 1); }, scale);
       loss_sum = pipe.loss_sum;
+      pp_send_bytes_ = pipe.send_bytes;
     } else {
       at::Tensor sum = at::zeros({}, at::TensorOptions(at::kDouble).device(device_));
       for (int64_t u = 0; u < accum_; ++u) {
@@ -327,13 +328,14 @@ void Trainer::log_step(double loss, double lr, double step_s, double comm_s, dou
                  "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"tokens_per_s\":%.1f,\"samples_per_s\":%.2f,"
                  "\"step_ms\":%.3f,\"comm_ms\":%.3f,\"comm_fraction\":%.4f,\"grad_norm\":%.5f,"
                  "\"pipeline_ms\":%.3f,\"bubble_fraction\":%.4f,\"comm_bytes\":%lld,\"comm_bytes_dense\":%lld,"
-                 "\"density\":%.6g}\n",
+                 "\"density\":%.6g,\"pp_send_bytes\":%lld}\n",
                  static_cast<long long>(state_.step), loss, lr, tok_s, cfg_.global_batch / step_s, step_s * 1e3,
                  comm_s * 1e3, comm_s / step_s, grad_norm, pipeline_s * 1e3,
                  // A stage that left the previous step's all-reduce before rank 0 started this
                  // step earlier: its span may exceed rank 0's step.
                  bubble_s / std::max(step_s, pipeline_s), static_cast<long long>(comm_bytes),
-                 static_cast<long long>(dense_bytes), compress_ ? compress_->density_at(state_.step - 1) : 1.0);
+                 static_cast<long long>(dense_bytes), compress_ ? compress_->density_at(state_.step - 1) : 1.0,
+                 static_cast<long long>(pp_send_bytes_));
     std::fflush(metrics_);
   }
   if (!cfg_.quiet) {

@@ -102,6 +102,7 @@ class Trainer {
   std::vector<int64_t> stage_bounds_;   // pp > 1: stage s runs blocks [b[s], b[s+1])
   TrainState state_;
   int64_t accum_ = 1;
+  int64_t pp_send_bytes_ = 0;  // what rank 0's stage sent to its pipeline neighbours in the last step
   std::shared_ptr<StepTimer> timer_;    // also the process-wide step_timer() while this lives
   double run_start_s_ = 0;
   int64_t first_step_ = 0;

@@ -64,6 +64,7 @@ class TopKCompressor {
   int64_t warmup_;
   int64_t numel_ = 0;
   std::vector<at::Tensor> residual_, velocity_;  // per bucket, shaped like Bucket::grads
+  std::vector<std::vector<size_t>> by_bucket_;   // per bucket, its parameters (indices into params())
   at::Tensor send_, recv_;                        // packed (2K) floats: K values, K int32 indices
   bool drop_residual_ = false;  // SCALEGUARD_TOPK_DROP_RESIDUAL=1 (diagnostic)
   int64_t last_bytes_ = 0, dense_bytes_ = 0, last_k_ = 0;

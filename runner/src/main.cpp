@@ -179,13 +179,14 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       if (!world) world = make_mpi_communicator(MPI_COMM_WORLD);
       if (check_comm_requested()) {
         // bf16: the pipeline's stage-to-stage tensors are bf16 (pipeline.cpp).
-        const bool bf16 = cfg.precision == "bf16";
         std::vector<at::ScalarType> dtypes{at::kFloat};
-        if (bf16) dtypes.push_back(at::kBFloat16);
+        if (cfg.precision == "bf16") dtypes.push_back(at::kBFloat16);
+        std::string which;
+        for (at::ScalarType d : dtypes) which += (which.empty() ? " of dtype " : " or ") + std::string(c10::toString(d));
         world = make_device_checked_communicator(std::move(world), device, dtypes);
         if (l.rank == 0)
           std::fprintf(stderr, "scaleguard-run: communicator device check on (SCALEGUARD_CHECK_COMM): only %s tensors%s\n",
-                       device.str().c_str(), !device.is_cpu() ? "" : bf16 ? " of dtype float or bfloat16" : " of dtype float");
+                       device.str().c_str(), device.is_cpu() ? which.c_str() : "");
       }
       grid = make_grid(std::move(world), static_cast<int>(cfg.tp), static_cast<int>(cfg.dp), static_cast<int>(cfg.pp));
       trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens), device);

@@ -83,8 +83,9 @@ at::Tensor Pipeline::recv_forward() {
   return a.requires_grad_(true);
 }
 
-void Pipeline::send_forward(const at::Tensor& activations) {
+void Pipeline::send_forward(const at::Tensor& activations, PipelineStep& out) {
   grid_.pp_group->send(activations.detach().contiguous(), grid_.pp_rank + 1, kTagForward);
+  out.send_bytes += activations.nbytes();
 }
 
 at::Tensor Pipeline::recv_backward() {
@@ -93,8 +94,15 @@ at::Tensor Pipeline::recv_backward() {
   return g;
 }
 
-void Pipeline::send_backward(const InFlight& f) {
+void Pipeline::send_backward(const InFlight& f, PipelineStep& out) {
   grid_.pp_group->send(f.input.grad().contiguous(), grid_.pp_rank - 1, kTagBackward);
+  out.send_bytes += f.input.grad().nbytes();
+}
+
+void Pipeline::exchange(const std::vector<P2P>& ops, PipelineStep& out) {
+  grid_.pp_group->batch_p2p(ops);
+  for (const P2P& op : ops)
+    if (op.send) out.send_bytes += op.t.nbytes();
 }
 
 Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
@@ -114,10 +122,7 @@ Pipeline::InFlight Pipeline::forward(int64_t u, at::Tensor input,
       f.output = model_.forward(f.input);
     }
   }
-  if (send && !grid_.last_stage()) {
-    send_forward(f.output);
-    out.send_bytes += f.output.nbytes();
-  }
+  if (send && !grid_.last_stage()) send_forward(f.output, out);
   return f;
 }
 
@@ -144,10 +149,7 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
   // Backward of f, then its input gradient to the stage before.
   auto backward_and_send = [&](int64_t u, InFlight& f) {
     backward(u, f, last ? at::Tensor() : recv_backward(), before_backward, out);
-    if (!first) {
-      send_backward(f);
-      out.send_bytes += f.input.grad().nbytes();
-    }
+    if (!first) send_backward(f, out);
     f = InFlight{};  // free the activations as soon as they are done with
   };
   std::vector<InFlight> live(static_cast<size_t>(m));
@@ -173,9 +175,8 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
       at::Tensor grad;
       if (!last) {  // this forward's activations out, the oldest micro-batch's gradient in
         grad = activation_buffer();
-        grid_.pp_group->batch_p2p({{true, fresh.output.detach().contiguous(), next, kTagForward},
-                                   {false, grad, next, kTagBackward}});
-        out.send_bytes += fresh.output.nbytes();
+        exchange({{true, fresh.output.detach().contiguous(), next, kTagForward}, {false, grad, next, kTagBackward}},
+                 out);
       }
       InFlight& f = live[static_cast<size_t>(done)];
       backward(done, f, grad, before_backward, out);
@@ -187,11 +188,8 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
         received = activation_buffer();
         ops.push_back({false, received, prev, kTagForward});
       }
-      if (!first) {
-        ops.push_back({true, f.input.grad().contiguous(), prev, kTagBackward});
-        out.send_bytes += f.input.grad().nbytes();
-      }
-      grid_.pp_group->batch_p2p(ops);
+      if (!first) ops.push_back({true, f.input.grad().contiguous(), prev, kTagBackward});
+      exchange(ops, out);
       input = received.defined() ? received.requires_grad_(true) : at::Tensor();
       f = InFlight{};
       ++done;

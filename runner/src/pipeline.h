@@ -59,10 +59,12 @@ class Pipeline {
     at::Tensor output;  // activations to send, or the scaled loss on the last stage
   };
   at::Tensor recv_forward();
-  void send_forward(const at::Tensor& activations);
+  // The sends count their bytes in out.send_bytes.
+  void send_forward(const at::Tensor& activations, PipelineStep& out);
   at::Tensor recv_backward();
   at::Tensor activation_buffer() const;  // for a receive: (micro, T, C) in wire_dtype_ on the device
-  void send_backward(const InFlight& f);
+  void send_backward(const InFlight& f, PipelineStep& out);
+  void exchange(const std::vector<P2P>& ops, PipelineStep& out);  // one batch_p2p
   // input: the received activations (undefined on the first stage, which reads batch(u)).
   InFlight forward(int64_t u, at::Tensor input, const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch, double scale,
                    PipelineStep& out, bool send = true);

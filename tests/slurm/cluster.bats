@@ -84,6 +84,18 @@ setup() {
   assert_output --partial "$SCALEGUARD_DEV_DIR/shm/gpu-st-p4d-2"
 }
 
+# The fake nodes share the host's cores: Open MPI must yield when idle, or waiting ranks
+# starve computing ones (docs/calibration.md); a value the user set wins.
+@test "tasks get OMPI_MCA_mpi_yield_when_idle=1 unless the user set it" {
+  run srun -N2 -n2 -l printenv OMPI_MCA_mpi_yield_when_idle
+  assert_success
+  assert_line "0: 1"
+  assert_line "1: 1"
+  OMPI_MCA_mpi_yield_when_idle=0 run srun -N1 -n1 -l printenv OMPI_MCA_mpi_yield_when_idle
+  assert_success
+  assert_line "0: 0"
+}
+
 @test "sacct records the test user's job with its GPUs, for the user and for root" {
   grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF" ||
     skip "dev cluster brought up with SCALEGUARD_ACCOUNTING=0"

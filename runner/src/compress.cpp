@@ -114,14 +114,14 @@ void TopKCompressor::exchange(int64_t step) {
   picked.reserve(params.size());
   std::vector<int64_t> first_slot(buckets.size() + 1, 0);  // bucket b owns slots [first_slot[b], first_slot[b + 1])
   for (size_t b = 0; b < buckets.size(); ++b) {
+    first_slot[b + 1] = first_slot[b];
     for (size_t i : by_bucket_[b]) {
       const FlatParam& fp = params[i];
       at::Tensor v = residual_[b].narrow(0, fp.offset, fp.numel);
       at::Tensor idx = std::get<1>(v.abs().topk(ks[i], 0, /*largest=*/true, /*sorted=*/false));  // (k) int64
       picked.push_back(idx.add_(fp.offset));
+      first_slot[b + 1] += ks[i];
     }
-    first_slot[b + 1] = first_slot[b];
-    for (size_t i : by_bucket_[b]) first_slot[b + 1] += ks[i];
   }
   const at::Tensor slots = at::cat(picked);  // (K) int64
   send_.narrow(0, K, K).view(at::kInt).copy_(slots);  // int32 bits in float slots: moved, never added

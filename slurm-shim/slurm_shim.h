@@ -103,6 +103,7 @@ struct JobRecordHead {
 };
 constexpr size_t kMagicOffset = offsetof(JobRecordHead, magic);
 constexpr size_t kAdminCommentOffset = offsetof(JobRecordHead, admin_comment);
+constexpr size_t kAccountOffset = offsetof(JobRecordHead, account);
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
 static_assert(kMagicOffset == 24 && kAdminCommentOffset == 40, "25.11 job_record layout (x86_64)");
 #else
@@ -116,6 +117,15 @@ inline char** admin_comment_slot(void* job_record) {
   std::memcpy(&magic, static_cast<char*>(job_record) + kMagicOffset, sizeof magic);
   if (magic != kJobMagic) return nullptr;
   return reinterpret_cast<char**>(static_cast<char*>(job_record) + kAdminCommentOffset);
+}
+
+// The job record's account (what the job is charged to), or nullptr when the record does not
+// look like one. Read-only: slurmctld owns it.
+inline const char* account_of(void* job_record) {
+  if (!admin_comment_slot(job_record)) return nullptr;   // the same magic check
+  const char* account = nullptr;
+  std::memcpy(&account, static_cast<char*>(job_record) + kAccountOffset, sizeof account);
+  return account;
 }
 
 }  // namespace sg_shim

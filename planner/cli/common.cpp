@@ -10,9 +10,7 @@ namespace scaleguard::cli {
 
 namespace {
 std::string config_path(const po::variables_map& vm, const char* option, const char* env, const char* file) {
-  if (vm.count(option)) return vm[option].as<std::string>();
-  if (const char* e = std::getenv(env); e && *e) return e;
-  return std::string(SCALEGUARD_CONFIG_DIR) + "/" + file;
+  return config_file(vm.count(option) ? vm[option].as<std::string>() : std::string(), env, file);
 }
 }  // namespace
 
@@ -21,6 +19,12 @@ std::string policy_path(const po::variables_map& vm) {
 }
 std::string catalog_path(const po::variables_map& vm) {
   return config_path(vm, "catalog", "SCALEGUARD_CATALOG", "catalog.ini");
+}
+
+std::string config_file(const std::string& given, const char* env, const char* fallback) {
+  if (!given.empty()) return given;
+  if (const char* v = std::getenv(env); v && *v) return v;
+  return fallback ? std::string(SCALEGUARD_CONFIG_DIR) + "/" + fallback : std::string();
 }
 
 std::string calibration_path(const po::variables_map& vm) {

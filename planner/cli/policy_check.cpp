@@ -1,10 +1,12 @@
-// `scaleguard policy check FILE`: validates a policy (and its catalog), prints the effective
-// policy; any error names file, line, key and a fix, and the exit code is 1.
+// `scaleguard policy check FILE`: validates a policy (its catalog and budgets), prints the
+// effective policy; any error names file, line, key and a fix, and the exit code is 1.
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 
 #include "common.h"
+#include "scaleguard/budget.h"
 #include "verbs.h"
 
 namespace scaleguard::cli {
@@ -40,7 +42,14 @@ int run(int argc, char** argv) {
     print_error("policy check", policy.error());
     return 1;
   }
-  std::cout << describe(*policy.value()) << "\nOK\n";
+  // Budgets live in the same file; budget/ reads their sections (load_policy skips them).
+  auto budgets = budget::load_budgets(path, *policy.value());
+  if (!budgets) {
+    print_error("policy check", budgets.error());
+    return 1;
+  }
+  const std::string budget_text = budget::describe(*budgets.value(), std::time(nullptr));
+  std::cout << describe(*policy.value()) << (budget_text.empty() ? "" : "\n" + budget_text) << "\nOK\n";
   return 0;
 }
 

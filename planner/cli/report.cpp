@@ -3,12 +3,7 @@
 // saved `sacct --parsable2` file; prices come from the policy's partitions.
 // `scaleguard report --decisions FILE`: job_submit/scaleguard's refusals, rewrites and
 // warnings from its decision log instead (no sacct, no policy).
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -27,6 +22,10 @@
 #include "scaleguard/policy.h"
 #include "scaleguard/report.h"
 #include "scaleguard/report_decisions.h"
+#include "budget.h"
+#include "common.h"
+#include "scaleguard/report_budgets.h"
+#include "subprocess.h"
 #include "verbs.h"
 
 namespace scaleguard::cli {
@@ -37,94 +36,6 @@ namespace rp = scaleguard::report;
 
 // A month of a large cluster's jobs is a few MiB; more than this means a wrong window.
 constexpr std::size_t kMaxSacctBytes = 64u << 20;
-constexpr std::size_t kMaxStderrBytes = 4096;
-
-struct Failure {
-  std::string message;
-};
-
-// Runs argv[0] from PATH and returns its stdout; stderr is kept for the error message.
-std::string run_capture(const std::vector<std::string>& args) {
-  int out[2], err[2], exec_err[2];
-  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC))
-    throw Failure{std::string("pipe: ") + std::strerror(errno)};
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw Failure{std::string("fork: ") + std::strerror(errno)};
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    execvp(argv[0], argv.data());
-    const int e = errno;   // the parent learns why exec failed through the CLOEXEC pipe
-    (void)!write(exec_err[1], &e, sizeof e);
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  close(exec_err[1]);
-  int exec_errno = 0;
-  const bool exec_failed = read(exec_err[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  close(exec_err[0]);
-
-  std::string stdout_text, stderr_text;
-  bool too_big = false;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (auto& f : fds) {
-      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = read(f.fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        close(f.fd);
-        f.fd = -1;
-        --open_fds;
-        continue;
-      }
-      std::string& sink = f.fd == out[0] ? stdout_text : stderr_text;
-      const std::size_t cap = f.fd == out[0] ? kMaxSacctBytes : kMaxStderrBytes;
-      if (sink.size() + n > cap) {
-        if (f.fd == out[0]) too_big = true;
-        sink.append(buf, cap - sink.size());
-      } else {
-        sink.append(buf, n);
-      }
-    }
-    if (too_big) break;
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  if (too_big) kill(pid, SIGTERM);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (exec_failed) {
-    if (exec_errno == ENOENT)
-      throw Failure{args[0] + " not found in PATH: install slurm-client on this host, or save "
-                    "`sacct --parsable2 --format=" + std::string(rp::kSacctFormat) +
-                    "` output elsewhere and pass --sacct-file"};
-    throw Failure{"cannot run " + args[0] + ": " + std::strerror(exec_errno)};
-  }
-  if (too_big)
-    throw Failure{args[0] + " printed more than " + std::to_string(kMaxSacctBytes >> 20) +
-                  " MiB: narrow the window with --since/--until"};
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    while (!stderr_text.empty() && (stderr_text.back() == '\n' || stderr_text.back() == '\r'))
-      stderr_text.pop_back();
-    const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                              : "signal " + std::to_string(WTERMSIG(status));
-    throw Failure{args[0] + " failed (" + how + ")" +
-                  (stderr_text.empty() ? std::string() : ": " + stderr_text)};
-  }
-  return stdout_text;
-}
 
 std::string read_bounded(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -239,11 +150,32 @@ void decisions_report(const std::string& path, const std::string& since, const s
     std::fprintf(stderr, "scaleguard report: %s: %s\n", source.c_str(), skipped.c_str());
 }
 
-std::string config_path(const std::string& given, const char* env, const char* fallback) {
-  if (!given.empty()) return given;
-  if (const char* v = std::getenv(env); v && *v) return v;
-  return fallback ? std::string(SCALEGUARD_CONFIG_DIR) + "/" + fallback : std::string();
+// `--budgets`: every budget's standing from the ledger, and its refusals from the decision
+// log (--decisions, else the policy's audit_file when it exists).
+void budgets_report(const std::string& policy, const std::string& catalog, const std::string& ledger,
+                    const std::string& decisions, const std::string& format, const std::string& output) {
+  const BudgetSetup setup = load_budget_setup(policy, catalog, ledger);
+  rp::BudgetReport report = budget_report(setup, read_ledger(setup.ledger_path), std::time(nullptr));
+  const std::string log = decisions.empty() ? setup.policy->audit_file : decisions;
+  if (log.empty()) {
+    report.notes.push_back("no decision log (policy audit_file or --decisions): refusals are not counted");
+  } else {
+    std::ifstream in(log, std::ios::binary);
+    if (!in) {
+      if (!decisions.empty()) throw Failure{"cannot read " + log + ": " + std::strerror(errno)};
+      report.notes.push_back("no decision log at " + log + " yet: refusals are not counted");
+    } else {
+      int skipped = 0;
+      rp::add_budget_decisions(in, &report, &skipped);
+      if (skipped > 0) report.notes.push_back(log + ": skipped " + std::to_string(skipped) + " line(s) that are not decisions");
+    }
+  }
+  write_output(output, format == "csv"    ? rp::render_budgets_csv(report)
+                       : format == "html" ? rp::render_budgets_html(report)
+                       : format == "json" ? rp::render_budgets_json(report)
+                                          : rp::render_budgets_text(report));
 }
+
 
 int run(int argc, char** argv) {
   po::options_description desc(
@@ -253,7 +185,7 @@ int run(int argc, char** argv) {
       "what job_submit/scaleguard refused, rewrote and warned about, from its decision log.\n"
       "Rules: docs/report.md\n\noptions");
   std::string since, until, sacct_file, decisions, format = "text", output, policy_path,
-      catalog_path;
+      catalog_path, ledger_path;
   desc.add_options()
       ("help,h", "this help")
       ("since", po::value(&since), "window start, YYYY-MM-DD[THH:MM[:SS]] local time "
@@ -270,7 +202,10 @@ int run(int argc, char** argv) {
       ("policy", po::value(&policy_path), "policy with the partitions' instance types "
                                           "(default $SCALEGUARD_POLICY, else configs/policy.ini)")
       ("catalog", po::value(&catalog_path), "price catalog overriding the policy's "
-                                            "(default $SCALEGUARD_CATALOG)");
+                                            "(default $SCALEGUARD_CATALOG)")
+      ("budgets", "each budget's use, commitments, forecast and refusals, from the budget "
+                  "ledger and the decision log (--decisions, else the policy's audit_file)")
+      ("ledger", po::value(&ledger_path), "with --budgets: the ledger (default: the policy's)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -287,6 +222,26 @@ int run(int argc, char** argv) {
   if (format != "text" && format != "csv" && format != "html" && format != "json") {
     std::fprintf(stderr, "scaleguard report: --format: '%s' is not text, csv, html or json\n",
                  format.c_str());
+    return 2;
+  }
+  if (vm.count("budgets")) {
+    for (const char* other : {"sacct-file", "since", "until"})
+      if (vm.count(other)) {
+        std::fprintf(stderr, "scaleguard report: --%s does not go with --budgets (each budget's own period "
+                             "is reported)\n", other);
+        return 2;
+      }
+    try {
+      budgets_report(config_file(policy_path, "SCALEGUARD_POLICY", "policy.ini"),
+                     config_file(catalog_path, "SCALEGUARD_CATALOG", nullptr), ledger_path, decisions, format, output);
+      return 0;
+    } catch (const Failure& f) {
+      std::fprintf(stderr, "scaleguard report: %s\n", f.message.c_str());
+      return 1;
+    }
+  }
+  if (vm.count("ledger")) {
+    std::fprintf(stderr, "scaleguard report: --ledger goes with --budgets\n");
     return 2;
   }
   if (vm.count("decisions")) {
@@ -315,8 +270,8 @@ int run(int argc, char** argv) {
     if (since_t >= 0 && until_t >= 0 && until_t <= since_t)
       throw Failure{"--until " + until + " is not after --since " + since};
 
-    const std::string policy_file = config_path(policy_path, "SCALEGUARD_POLICY", "policy.ini");
-    auto policy = load_policy(policy_file, config_path(catalog_path, "SCALEGUARD_CATALOG", nullptr));
+    const std::string policy_file = config_file(policy_path, "SCALEGUARD_POLICY", "policy.ini");
+    auto policy = load_policy(policy_file, config_file(catalog_path, "SCALEGUARD_CATALOG", nullptr));
     if (!policy) throw Failure{"policy: " + policy.error().str()};
     rp::Options options = rp::options_from_policy(**policy);
 
@@ -332,22 +287,14 @@ int run(int argc, char** argv) {
       if (options.until <= options.since)
         throw Failure{"--since " + rp::format_time(options.since) + " is not before the window end " +
                       rp::format_time(options.until)};
-      // -D: every run of a requeued job. No -X: the steps' exit codes show which interrupted
-      // runs saved a checkpoint first; their time is counted once, on the allocation line.
-      // --state=RUNNING selects by each run's own start and end ("ran during the window");
-      // without it sacct also requires EligibleTime < --endtime, and Slurm rewrites a
-      // requeued run's EligibleTime to the job's next begin time, so a run that lay inside
-      // the window could vanish. SUSPENDED keeps a job that ran in the window and is
-      // suspended now (no end yet); CANCELLED adds the records of jobs cancelled while they
-      // waited, which give a requeued job its final state.
-      // --delimiter: 0x1f, not '|': a '|' is common in AdminComment. kSacctFormat asks for no
-      // column a user writes (JobName, Comment), so no record can be forged by its text.
-      text = run_capture({"sacct", "-a", "-D", "--parsable2",
-                          std::string("--delimiter=") + rp::kSacctDelimiter,
-                          "--state=RUNNING,SUSPENDED,CANCELLED",
-                          "--format=" + std::string(rp::kSacctFormat),
-                          "--starttime=" + rp::format_time(options.since),
-                          "--endtime=" + rp::format_time(options.until)});
+      // No -X: the steps' exit codes show which interrupted runs saved a checkpoint first;
+      // their time is counted once, on the allocation line.
+      Command sacct{sacct_runs_arguments(rp::format_time(options.since), rp::format_time(options.until), true)};
+      sacct.max_bytes = kMaxSacctBytes;
+      sacct.missing_hint = ", or save `sacct --parsable2 --format=" + std::string(rp::kSacctFormat) +
+                           "` output elsewhere and pass --sacct-file";
+      sacct.too_big_hint = ": narrow the window with --since/--until";
+      text = run_capture(sacct);
       source = "sacct output";
     }
     rp::SacctSkips skips;

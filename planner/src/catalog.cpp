@@ -2,7 +2,7 @@
 // [instance NAME], [model NAME]; anything else is an error with its line.
 #include <algorithm>
 
-#include "ini.h"
+#include "scaleguard/ini.h"
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/model.h"

@@ -1,4 +1,4 @@
-#include "ini.h"
+#include "scaleguard/ini.h"
 
 #include <fstream>
 #include <map>

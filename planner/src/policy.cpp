@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ini.h"
+#include "scaleguard/ini.h"
 #include "parse_number.h"
 #include "scaleguard/policy.h"
 #include "text.h"
@@ -306,9 +306,11 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
                               near.empty() ? "see docs/policy.md for the rule ids" : "did you mean '" + near + "'?");
           }
         if (auto r = apply_rules(f, h, policy->rules); !r) return r.error();
-      } else if (sec.kind != "partition") {
+      } else if (sec.kind != "partition" && sec.kind != "budget" && sec.kind != "budgets") {
+        // [budgets] and [budget NAME] belong to budget/ (load_budgets checks them): a
+        // decision never reads them, so they are not parsed here.
         head.message = "unknown section kind '" + sec.kind + "'";
-        head.hint = "sections are [rules] and [partition NAME]";
+        head.hint = "sections are [rules], [partition NAME], [budgets] and [budget NAME]";
         return head;
       }
     }

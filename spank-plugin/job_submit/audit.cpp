@@ -74,6 +74,7 @@ void record_decision(const scaleguard::Policy& policy, const AuditEntry& e) {
       {"changes", one_line(e.changes, 512)},
       {"message", one_line(e.message, kMaxMessage)}};
   for (const auto& r : d.rules) j["rules"].push_back(r.id);
+  if (!e.budgets_json.empty()) j["budgets"] = nlohmann::json::parse(e.budgets_json, nullptr, false);
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   // One write() per line with O_APPEND: lines from slurmctld's threads never interleave.
   int fd = open(policy.audit_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);

@@ -20,6 +20,7 @@ struct AuditEntry {
   const scaleguard::Decision* decision = nullptr;
   std::string changes;    // what a rewrite or bound changed
   std::string message;    // what the user was told (or would have been, in shadow mode)
+  std::string budgets_json;  // budget findings (a JSON array, budget.cpp), "" when none
 };
 
 // A new decision id: "sg-<unix seconds>-<counter>".

@@ -4,12 +4,15 @@
 // policy and apply its decision. No exception crosses into slurmctld.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <vector>
 
 #include "apply.h"
 #include "audit.h"
+#include "budget.h"
 #include "measurements.h"
 #include "policy.h"
 #include "record.h"
@@ -47,6 +50,7 @@ struct HetSum {
   uint32_t uid = 0;
   int next = 0;
   double gpu_hours = 0;
+  std::vector<std::uint64_t> budget_tickets;   // the components' budget charges, taken back on a refusal
 };
 thread_local HetSum t_het;
 
@@ -92,17 +96,27 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
     *err_msg = sg_slurm::xstr(d.message);
     return sg_slurm::kRefused;
   }
-  if (request.het_component == 0) t_het = HetSum{entry.uid, 0, 0};
+  if (request.het_component == 0) t_het = HetSum{entry.uid, 0, 0, {}};
   if (request.het_component >= 0) request.het_prior_gpu_hours = t_het.gpu_hours;
 
   sg_slurm::attach_measurements(*policy, entry.uid, &request);  // what probes measured (issue 16)
   auto decision = scaleguard::decide(request, *policy);
+  // Budgets (budget.h): may refuse, move or warn; no I/O here.
+  const auto budget = sg_slurm::judge_submission_budgets(*job, entry.uid, *policy, &request, &decision);
   if (request.het_component >= 0) {
     t_het.next = request.het_component + 1;
     t_het.gpu_hours += decision.action == Action::reject ? 0 : decision.granted_gpu_hours;
+    // A refused component refuses the whole het job: the earlier components' charges go back.
+    if (decision.action == Action::reject) {
+      for (auto ticket : t_het.budget_tickets) sg_slurm::retract_budget_charge(ticket);
+      t_het.budget_tickets.clear();
+    } else if (budget.ticket) {
+      t_het.budget_tickets.push_back(budget.ticket);
+    }
   }
   auto applied = sg_slurm::apply_decision(decision, request, entry.id, job, err_msg);
   entry.decision = &decision;
+  entry.budgets_json = budget.audit_json;
   entry.changes = applied.changes;
   entry.message = decision.action == Action::reject ? decision.message : decision.summary;
   if (decision.governed || decision.action == Action::reject) sg_slurm::record_decision(*policy, entry);
@@ -155,7 +169,8 @@ scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobReq
 int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return internal_error("job_modify", "no policy loaded", err_msg);
-  if (!can_grow(*update) || trusted(*policy, uid)) return SLURM_SUCCESS;
+  // An Account= change moves the job's budget charge: judged too.
+  if ((!can_grow(*update) && !update->account) || trusted(*policy, uid)) return SLURM_SUCCESS;
   const std::string job = update->job_id_str ? sg_slurm::one_line(update->job_id_str, 64)
                           : sg_shim::job_id(*update) != NO_VAL ? std::to_string(sg_shim::job_id(*update))
                                                      : "?";
@@ -240,6 +255,19 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     tell(decision.message);
     return sg_slurm::kRefused;
   }
+  // Budgets: what the update adds must fit what is left (budget.h).
+  if (std::string refused = sg_slurm::judge_update_budgets(*update, job_ptr, uid, *policy, *judged, request, decision,
+                                                           &entry.budgets_json);
+      !refused.empty()) {
+    decision.action = Action::reject;
+    decision.message = refused;
+    decision.rules.push_back({"budget", Action::reject, refused});
+    sg_slurm::record_decision(*policy, entry);
+    slurm_info("job_submit/scaleguard: update of job %s by uid %u refused: %s", job.c_str(), uid,
+               sg_slurm::one_line(refused, sg_slurm::kMaxMessage).c_str());
+    tell(refused);
+    return sg_slurm::kRefused;
+  }
   if (checkpoint_due && !request.requeue) {
     update->requeue = 1;  // applied by Slurm with the rest of the update
     request.requeue = true;
@@ -268,6 +296,11 @@ extern "C" int init(void) {
       return SLURM_ERROR;
     }
     g_policy = std::move(holder);
+    if (auto budgets = sg_slurm::start_budgets(g_policy.get()); !budgets) {
+      slurm_error("job_submit/scaleguard: cannot load the budgets: %s", budgets.error().str().c_str());
+      g_policy.reset();
+      return SLURM_ERROR;
+    }
     slurm_info("job_submit/scaleguard: policy %s (settings %s)", settings->policy.c_str(),
                settings->file.c_str());
     return SLURM_SUCCESS;
@@ -280,6 +313,7 @@ extern "C" int init(void) {
 
 extern "C" int fini(void) {
   try {
+    sg_slurm::stop_budgets();   // joins the ledger thread before the policy goes
     g_policy.reset();
   } catch (...) {
   }

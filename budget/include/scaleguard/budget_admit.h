@@ -1,0 +1,127 @@
+// Budget admission: does a job fit what is left of its budgets now?
+//
+//   left = budget (+ carry-in) - used in the period - running jobs' commitment
+//          - pending jobs' liens - what was accepted since the ledger's snapshot
+//
+// The first three come from the ledger (`scaleguard budget sync`); the last is the Gate's
+// own record of what it accepted, dropped for jobs the next ledger counted. Pure and
+// thread-safe: no I/O, no Slurm, the clock is passed in; one short mutex per call.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "scaleguard/budget.h"
+#include "scaleguard/budget_ledger.h"
+
+namespace scaleguard::budget {
+
+// What a job may take, as judged (the envelope after the policy's decision).
+struct Charge {
+  std::string account;      // the account Slurm will charge (see effective_account)
+  std::string user;         // the job's user name
+  std::string partition;    // where it runs (a comma list: any; priced at the dearest)
+  double gpu_hours = 0;     // the whole job: every array element (a het component: this one)
+  int gpus = 0;             // GPUs of one element (for "what fits")
+  int time_limit_min = 0;   // its time limit
+  int elements = 1;         // array elements
+  // An update of a job judged before: only what it adds to each budget over the charge it was
+  // judged at (its account, partition and GPU-hours then) is judged and recorded.
+  bool update = false;
+  std::string prior_account, prior_partition;
+  double prior_gpu_hours = 0;
+};
+
+// The account slurmctld charges a job to: the one asked for when it is one of the user's
+// associations, else the user's default account (what slurmctld does with slurmdbd when
+// associations are not enforced). Lowercase, like slurmctld. "" when unknown.
+std::string effective_account(const Ledger& ledger, const std::string& user, const std::string& asked);
+
+enum class Outcome { pass, warn, move, reject };
+const char* to_string(Outcome);
+
+// One budget's view of a job.
+struct Finding {
+  std::string budget;
+  Outcome outcome = Outcome::pass;
+  bool shadow = false;      // the budget only logs
+  bool unchecked = false;   // the ledger could not be used for it (outcome: fail mode)
+  std::string partition;    // move: where to
+  double before = 0;        // used + committed + liens + recent, in the budget's unit
+  double charge = 0;        // this job, in the budget's unit
+  double total = 0;         // limit + carry-in
+  Unit unit = Unit::gpu_hours;
+  std::string message;      // for the user
+};
+
+struct Verdict {
+  Outcome outcome = Outcome::pass;   // strongest finding of an enforcing budget
+  std::vector<Finding> findings;     // every applying budget whose outcome is not pass, or unchecked
+  std::string move_to;               // outcome move: the partition
+  std::uint64_t ticket = 0;          // the recorded charge (0: nothing recorded)
+  std::string message() const;       // the findings' messages that act (shadow ones left out)
+};
+
+// A budget's position at a moment, for `budget show` and messages.
+struct Standing {
+  Window window;
+  double total = 0, used = 0, committed = 0, liens = 0, recent = 0;
+  int running = 0, pending = 0;
+  bool rolled_over = false;   // the period ended after the ledger's snapshot: used restarts at 0
+  bool known = false;         // the ledger counted this budget
+  double fill() const { return used + committed + liens + recent; }
+};
+// The budget's standing from a ledger entry at `now` (recent: accepted since its snapshot).
+Standing standing_of(const Budget& budget, const LedgerEntry* entry, std::int64_t now, double recent);
+
+class Gate {
+ public:
+  // `started_at`: when this process started judging. A ledger whose snapshot is older cannot
+  // know what was accepted between its snapshot and a restart.
+  explicit Gate(std::int64_t started_at) : started_at_(started_at) {}
+
+  void set_budgets(std::shared_ptr<const Budgets> budgets, std::shared_ptr<const Policy> policy);
+  // A new ledger, or none (`problem` says why). Charges recorded more than kMarginS before
+  // its snapshot are dropped: the ledger counted those jobs.
+  void set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& problem);
+
+  // Judges the job at `now`. `moved`: the job was already moved by a budget (move findings
+  // then pass). With `record`, an accepted job's charge counts at once for later judgements.
+  Verdict judge(const Charge& charge, std::int64_t now, bool record, bool moved = false);
+  // Takes back a recorded charge (a later het component was refused: no job was created).
+  void retract(std::uint64_t ticket);
+
+  // Why the ledger cannot be used at `now` ("" when it can), and the fail mode.
+  std::string ledger_problem(std::int64_t now) const;
+  bool has_budgets() const;
+  // The account a job is charged to (effective_account on the current ledger).
+  std::string account_of(const std::string& user, const std::string& asked) const;
+
+  static constexpr std::int64_t kMarginS = 5;   // jobs accepted this close before a snapshot count twice
+
+ private:
+  struct Record {
+    std::int64_t t = 0;
+    std::uint64_t ticket = 0;
+    std::vector<std::pair<std::string, double>> amounts;   // budget name -> amount
+  };
+  std::string problem_locked(std::int64_t now) const;
+  void add_recent_locked(const Record& r, double sign);
+
+  mutable std::mutex mutex_;
+  std::int64_t started_at_ = 0;
+  std::shared_ptr<const Budgets> budgets_;
+  std::shared_ptr<const Policy> policy_;
+  std::shared_ptr<const Ledger> ledger_;
+  std::string ledger_problem_ = "no ledger loaded yet";
+  std::deque<Record> records_;                          // in acceptance order
+  std::unordered_map<std::string, double> recent_;      // budget name -> sum of records_
+  std::uint64_t next_ticket_ = 1;
+};
+
+}  // namespace scaleguard::budget

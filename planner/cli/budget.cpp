@@ -1,0 +1,315 @@
+// `scaleguard budget sync|show|sacctmgr`: budgets per account and user (docs/policy.md,
+// "Budgets"; docs/admin-guide.md, "Budgets").
+//  sync      counts every budget from Slurm (squeue for the queue, then sacct for usage,
+//            sacctmgr for default accounts) and replaces the ledger job_submit/scaleguard reads;
+//            run by root from a timer on the slurmctld host. A failing command writes nothing.
+//  show      a budget's standing from the ledger, for users.
+//  sacctmgr  the same budgets as association GrpTRESMins (a backstop in slurmctld's scheduler).
+#include "budget.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "scaleguard/budget_admit.h"
+#include "scaleguard/report.h"
+#include "common.h"
+#include "subprocess.h"
+#include "verbs.h"
+
+namespace scaleguard::cli {
+
+namespace po = boost::program_options;
+using namespace scaleguard::budget;
+
+namespace {
+
+// Writes `text` to `path` whole or not at all: a temporary file beside it, fsync, rename,
+// fsync of the directory. Readers (slurmctld's ledger thread) never see half a ledger.
+void write_atomically(const std::string& path, const std::string& text) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw Failure{"cannot create " + tmp + ": " + std::strerror(errno)};
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      close(fd), unlink(tmp.c_str());
+      throw Failure{"cannot write " + tmp + ": " + std::strerror(e)};
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // The ledger is readable by everyone (`budget show`); keep the mode whatever the umask.
+  if (fchmod(fd, 0644) != 0 || fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    unlink(tmp.c_str());
+    throw Failure{"cannot replace " + path + ": " + std::strerror(e)};
+  }
+  if (const int d = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) fsync(d), close(d);
+}
+
+Command slurm_command(std::vector<std::string> args) {
+  Command c{std::move(args)};
+  c.env = {"TZ=UTC"};   // sacct and squeue print times in UTC: the same clock as the budgets
+  return c;
+}
+
+// Every run that touched a budget's window: sacct's records, times read as UTC.
+std::vector<UsedRun> used_runs(std::int64_t since, std::int64_t until, std::vector<std::string>* notes) {
+  Command sacct = slurm_command(sacct_runs_arguments(report::format_time(since), report::format_time(until), false));
+  sacct.too_big_hint = ": the budgets' periods reach too far back for one sacct query";
+  const std::string text = run_capture(sacct);
+  report::SacctSkips skips;
+  auto runs = report::parse_sacct(text, "sacct output", &skips);
+  if (!runs) throw Failure{runs.error().str()};
+  if (const std::string m = skips.message(); !m.empty()) notes->push_back("sacct: " + m);
+  std::vector<UsedRun> out;
+  for (const auto& r : *runs)
+    out.push_back({r.job_id, r.account, r.user, r.partition, r.gpus, r.start, r.start < 0 ? -1 : r.start + r.elapsed_s});
+  return out;
+}
+
+int sync(const BudgetSetup& s, bool quiet) {
+  if (s.budgets->list.empty()) throw Failure{"the policy " + s.policy->path + " has no [budget NAME] sections"};
+  Ledger ledger;
+  // Before the queue is read: jobs job_submit accepted earlier are in the queue (or done).
+  ledger.snapshot = std::time(nullptr);
+  auto queue = parse_squeue(run_capture(slurm_command([] {
+                              auto a = squeue_arguments();
+                              a.insert(a.begin(), "squeue");
+                              return a;
+                            }())),
+                            *s.policy, &ledger.notes);
+  const auto runs = used_runs(earliest_start(*s.budgets, ledger.snapshot), ledger.snapshot, &ledger.notes);
+  parse_default_accounts(run_capture(slurm_command({"sacctmgr", "-n", "-P", "show", "user", "format=User,DefaultAccount"})),
+                         &ledger);
+  parse_associations(run_capture(slurm_command({"sacctmgr", "-n", "-P", "show", "assoc", "format=User,Account"})), &ledger);
+  count_budgets(*s.budgets, *s.policy, runs, queue, ledger.snapshot, &ledger);
+  ledger.written = std::time(nullptr);
+  write_atomically(s.ledger_path, format_ledger(ledger));
+  for (const auto& n : ledger.notes) std::fprintf(stderr, "scaleguard budget sync: %s\n", n.c_str());
+  if (quiet) return 0;
+  std::printf("ledger %s: %zu budget(s), %zu queued job(s), %zu run(s), counted %s in %lld s\n", s.ledger_path.c_str(),
+              ledger.entries.size(), queue.size(), runs.size(), format_instant(ledger.snapshot).c_str(),
+              static_cast<long long>(ledger.written - ledger.snapshot));
+  for (const auto& b : s.budgets->list) {
+    const auto& e = ledger.entries.at(b.name);
+    std::printf("  %s: used %s, committed %s, held %s of %s\n", b.name.c_str(), format_amount(b.unit, e.used).c_str(),
+                format_amount(b.unit, e.committed).c_str(), format_amount(b.unit, e.liens).c_str(),
+                format_amount(b.unit, b.limit + e.carry_in).c_str());
+  }
+  return 0;
+}
+
+std::string invoking_user() {
+  const passwd* pw = getpwuid(getuid());
+  return pw ? pw->pw_name : std::to_string(getuid());
+}
+
+int show(const BudgetSetup& s, std::string account, std::string user, bool json) {
+  const Ledger ledger = read_ledger(s.ledger_path);
+  const std::int64_t now = std::time(nullptr);
+  for (char& c : account) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (account.empty() && user.empty()) user = invoking_user();
+  // A user's own budgets: theirs, their accounts', theirs within an account.
+  std::vector<std::string> accounts;
+  if (!account.empty()) accounts.push_back(account);
+  else if (auto it = ledger.accounts.find(user); it != ledger.accounts.end()) accounts = it->second;
+  auto r = budget_report(s, ledger, now);
+  std::vector<report::BudgetLine> kept;
+  for (std::size_t i = 0; i < s.budgets->list.size(); ++i) {
+    const Budget& b = s.budgets->list[i];
+    const bool account_ok = b.account.empty() || std::find(accounts.begin(), accounts.end(), b.account) != accounts.end();
+    const bool user_ok = b.user.empty() || user.empty() || b.user == user;
+    if (account_ok && user_ok && (!b.account.empty() || !user.empty())) kept.push_back(r.lines[i]);
+  }
+  r.lines = kept;
+  if (json) {
+    std::cout << report::render_budgets_json(r);
+    return 0;
+  }
+  if (r.lines.empty()) {
+    std::printf("no budget counts %s\n", user.empty() ? ("account " + account).c_str() : ("user " + user).c_str());
+    return 0;
+  }
+  const std::string problem = [&] {
+    Gate gate(0);
+    gate.set_budgets(s.budgets, s.policy);
+    gate.set_ledger(std::make_shared<Ledger>(ledger), "");
+    return gate.ledger_problem(now);
+  }();
+  std::cout << report::render_budgets_text(r);
+  std::printf("\njobs accepted since %s are not in these numbers%s%s\n", format_instant(ledger.snapshot).c_str(),
+              problem.empty() ? "" : "; ", problem.c_str());
+  return 0;
+}
+
+// GrpTRESMins for the budgets Slurm's associations can hold: GPU-minutes of an account, or of
+// a user within an account, at the reject threshold plus grace. Dollar budgets at the cheapest
+// GPU-hour they count (the backstop must never stop a job scaleguard let in).
+int sacctmgr(const BudgetSetup& s, bool apply) {
+  std::printf("# scaleguard budgets as association limits (a backstop: see docs/admin-guide.md, \"Budgets\").\n"
+              "# Needs AccountingStorageEnforce=limits,safe and PriorityType=priority/multifactor;\n"
+              "# usage decays with PriorityDecayHalfLife (set 0) and resets for every association at once\n"
+              "# with PriorityUsageResetPeriod, not on each budget's own period; jobs past a limit pend\n"
+              "# (AssocGrpGRESMinutes) instead of being told at submission.\n");
+  std::vector<std::vector<std::string>> commands;
+  for (const auto& b : s.budgets->list) {
+    if (b.account.empty()) {
+      std::printf("# %s: a user's budget across accounts has no association limit; skipped\n", b.name.c_str());
+      continue;
+    }
+    double reject = 0;
+    for (const auto& t : b.thresholds)
+      if (t.act == Act::reject) reject = t.percent / 100;
+    if (reject == 0) {
+      std::printf("# %s: no reject threshold; skipped\n", b.name.c_str());
+      continue;
+    }
+    double gpu_hours = b.limit * (reject + b.grace);
+    if (b.unit == Unit::usd) {
+      double cheapest = -1;
+      for (const auto& p : s.policy->partitions) {
+        const double price = usd_per_gpu_hour(*s.policy, p.name);
+        if (b.counts(p.name) && price > 0 && (cheapest < 0 || price < cheapest)) cheapest = price;
+      }
+      if (cheapest <= 0) continue;
+      gpu_hours /= cheapest;
+      std::printf("# %s: %s at $%.4f per GPU-hour (its cheapest partition)\n", b.name.c_str(),
+                  format_amount(b.unit, b.limit).c_str(), cheapest);
+    }
+    const std::string tres = "GrpTRESMins=gres/gpu=" + std::to_string(static_cast<long long>(std::ceil(gpu_hours * 60)));
+    if (b.user.empty())
+      commands.push_back({"sacctmgr", "-i", "modify", "account", "where", "name=" + b.account, "set", tres});
+    else
+      commands.push_back({"sacctmgr", "-i", "modify", "user", "where", "name=" + b.user, "account=" + b.account, "set", tres});
+  }
+  for (const auto& c : commands) {
+    std::string line;
+    for (const auto& a : c) line += (line.empty() ? "" : " ") + a;
+    std::printf("%s\n", line.c_str());
+    if (apply) run_capture(Command{c});
+  }
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  const char* usage =
+      "usage: scaleguard budget sync [--policy FILE] [--ledger FILE] [--quiet]\n"
+      "       scaleguard budget show [--account A] [--user U] [--json]\n"
+      "       scaleguard budget sacctmgr [--apply]";
+  po::options_description desc("scaleguard budget options");
+  std::string action, policy, catalog, ledger, account, user;
+  desc.add_options()("help,h", "this help")
+      ("policy", po::value(&policy), "policy with the budgets (default $SCALEGUARD_POLICY, else configs/policy.ini)")
+      ("catalog", po::value(&catalog), "price catalog overriding the policy's (default $SCALEGUARD_CATALOG)")
+      ("ledger", po::value(&ledger), "ledger file (default: the policy's [budgets] ledger)")
+      ("quiet,q", "sync: print nothing but problems")
+      ("account", po::value(&account), "show: the budgets of this account")
+      ("user", po::value(&user), "show: the budgets of this user (default: you)")
+      ("json", "show: JSON")
+      ("apply", "sacctmgr: run the commands instead of printing them only")
+      ("action", po::value(&action), "sync, show or sacctmgr");
+  po::positional_options_description pos;
+  pos.add("action", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "scaleguard budget: %s\n%s\n", e.what(), usage);
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << usage << "\n\n" << desc << "\n";
+    return 0;
+  }
+  if (action != "sync" && action != "show" && action != "sacctmgr") {
+    std::fprintf(stderr, "%s\n", usage);
+    return 2;
+  }
+  try {
+    const auto setup = load_budget_setup(config_file(policy, "SCALEGUARD_POLICY", "policy.ini"),
+                                         config_file(catalog, "SCALEGUARD_CATALOG", nullptr), ledger);
+    if (action == "sync") return sync(setup, vm.count("quiet"));
+    if (action == "show") return show(setup, account, user, vm.count("json"));
+    return sacctmgr(setup, vm.count("apply"));
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "scaleguard budget %s: %s\n", action.c_str(), f.message.c_str());
+    return 1;
+  }
+}
+
+const bool registered =
+    register_verb({"budget", "budgets per account and user: sync the ledger, show, sacctmgr limits", run});
+
+}  // namespace
+
+BudgetSetup load_budget_setup(const std::string& policy_path, const std::string& catalog_path,
+                              const std::string& ledger_override) {
+  auto policy = load_policy(policy_path, catalog_path);
+  if (!policy) throw Failure{policy.error().str()};
+  auto budgets = load_budgets(policy_path, **policy);
+  if (!budgets) throw Failure{budgets.error().str()};
+  BudgetSetup s{policy.value(), budgets.value(), ledger_override.empty() ? (*budgets)->settings.ledger : ledger_override};
+  if (s.ledger_path.empty()) throw Failure{"the policy " + policy_path + " names no budget ledger ([budgets] ledger)"};
+  return s;
+}
+
+Ledger read_ledger(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Failure{"cannot read the budget ledger " + path + ": " + std::strerror(errno) +
+                         " (written by `scaleguard budget sync`)"};
+  std::string text((64u << 20) + 1, '\0');
+  in.read(&text[0], static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  auto l = parse_ledger(text);
+  if (!l) throw Failure{path + ": " + l.error().message};
+  return std::move(l).value();
+}
+
+report::BudgetReport budget_report(const BudgetSetup& s, const Ledger& ledger, std::int64_t now) {
+  report::BudgetReport r;
+  r.snapshot = ledger.snapshot;
+  r.ledger = s.ledger_path;
+  r.notes = ledger.notes;
+  for (const auto& b : s.budgets->list) {
+    const auto it = ledger.entries.find(b.name);
+    const LedgerEntry* e = it != ledger.entries.end() && it->second.identity == b.identity() ? &it->second : nullptr;
+    const Standing st = standing_of(b, e, now, 0);
+    report::BudgetLine l;
+    l.name = b.name;
+    l.scope = b.scope();
+    l.usd = b.unit == Unit::usd;
+    l.shadow = b.shadow;
+    l.period = to_string(b.period.cycle);
+    l.start = st.window.start, l.end = st.window.end;
+    l.counted = e != nullptr;
+    l.total = st.total;
+    l.used = st.used, l.committed = st.committed, l.held = st.liens;
+    l.running = st.running, l.pending = st.pending;
+    const double burn = e && !st.rolled_over ? e->burn_per_hour : 0;
+    l.forecast = st.used + burn * std::max<std::int64_t>(0, st.window.end - std::max(ledger.snapshot, st.window.start)) / 3600.0;
+    r.lines.push_back(l);
+  }
+  return r;
+}
+
+}  // namespace scaleguard::cli

@@ -1,0 +1,42 @@
+// Budgets inside slurmctld (issue 28; docs/admin-guide.md, "Budgets"). The policy's budgets
+// and the ledger `scaleguard budget sync` writes are read by a thread of this plugin that
+// never holds slurmctld's locks (one stat a second; a changed file is read, checked and parsed
+// there). job_submit and job_modify only ask budget/'s Gate, in memory: no I/O, no network,
+// no database under slurmctld's locks.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "policy.h"
+#include "scaleguard/decide.h"
+#include "slurm_api.h"
+
+namespace sg_slurm {
+
+// Loads the budgets (a broken [budget] section fails init, like a broken policy), reads the
+// ledger once and starts the ledger thread (which also picks up budgets a reloaded policy adds).
+scaleguard::Result<bool> start_budgets(PolicyHolder* policies);
+void stop_budgets();
+
+struct BudgetResult {
+  std::uint64_t ticket = 0;   // the charge recorded for an accepted job (0: none)
+  std::string audit_json;     // the findings for the audit line ("" when none)
+};
+
+// A submission the policy accepted (or rewrote): judged against every budget that counts it.
+// May turn *decision into a refusal, move the job to another partition (decide() again
+// there, with *request changed to match), or add a warning for the user.
+BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, const scaleguard::Policy& policy,
+                                      scaleguard::JobRequest* request, scaleguard::Decision* decision);
+
+// An accepted update of a job judged at `before`: what it adds must fit. `job_ptr` gives the
+// job's account; `update` a new one. Returns the refusal for the user ("" when it fits).
+std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, uint32_t uid,
+                                 const scaleguard::Policy& policy, const scaleguard::JobRequest& before,
+                                 const scaleguard::JobRequest& after, const scaleguard::Decision& decision,
+                                 std::string* audit_json);
+
+// Takes back the charge of a het job's earlier component (a later one was refused).
+void retract_budget_charge(std::uint64_t ticket);
+
+}  // namespace sg_slurm

@@ -1,0 +1,486 @@
+// Budgets (budget/): the policy sections, periods, prices, the ledger file, counting from
+// squeue/sacct text, and admission (left = budget - used - committed - liens - recent).
+#include <gtest/gtest.h>
+
+#include "scaleguard/budget.h"
+#include "scaleguard/budget_admit.h"
+#include "scaleguard/budget_ledger.h"
+#include "test_support.h"
+
+namespace scaleguard::budget {
+namespace {
+
+using test::TempFile;
+
+std::int64_t at(const char* text) {
+  auto t = parse_instant(text);
+  EXPECT_TRUE(t.ok()) << text;
+  return t.ok() ? *t : 0;
+}
+
+const std::string kSettings = "[budgets]\nledger = /var/lib/scaleguard/budget-ledger.json\nledger_max_age = 15m\n";
+
+struct Loaded {
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const Budgets> budgets;
+  Error error;
+};
+
+Loaded load(const std::string& budget_text) {
+  TempFile f(test::policy_text() + budget_text, "policy.ini");
+  Loaded out;
+  auto p = load_policy(f.path());
+  if (!p) {
+    out.error = p.error();
+    return out;
+  }
+  out.policy = p.value();
+  auto b = load_budgets(f.path(), *out.policy);
+  if (b) out.budgets = b.value();
+  else out.error = b.error();
+  return out;
+}
+
+// --- policy -----------------------------------------------------------------------------
+
+TEST(BudgetPolicy, ReadsEveryKey) {
+  auto l = load(kSettings + "on_stale_ledger = open\n"
+                "[budget ml-month]\naccount = ML\ngpu_hours = 5000\nperiod = month\nstart = 2026-01-15\n"
+                "carry_over = 0.1\ngrace = 0.05\nactions = 80% warn, 95% move spot, 100% reject\n"
+                "partitions = od, spot\n"
+                "[budget alice-q]\nuser = alice\ndollars = 40000\nperiod = quarter\nmode = shadow\n"
+                "[budget bob-ml]\naccount = ml\nuser = bob\ngpu_hours = 10\nperiod = 2026-12-01..2026-12-31\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  const auto& list = l.budgets->list;
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].account, "ml");   // slurmctld lowercases accounts
+  EXPECT_EQ(list[0].unit, Unit::gpu_hours);
+  EXPECT_EQ(list[0].limit, 5000);
+  EXPECT_EQ(list[0].period.cycle, Cycle::month);
+  EXPECT_EQ(list[0].period.anchor, at("2026-01-15"));
+  EXPECT_DOUBLE_EQ(list[0].carry_over, 0.1);
+  ASSERT_EQ(list[0].thresholds.size(), 3u);
+  EXPECT_EQ(list[0].thresholds[1].act, Act::move);
+  EXPECT_EQ(list[0].thresholds[1].partition, "spot");
+  EXPECT_EQ(list[1].unit, Unit::usd);
+  EXPECT_TRUE(list[1].shadow);
+  EXPECT_EQ(list[2].period.cycle, Cycle::range);
+  EXPECT_EQ(list[2].period.range_end, at("2027-01-01"));   // a bare end date includes its day
+  EXPECT_TRUE(l.budgets->settings.fail_open);
+  EXPECT_EQ(l.budgets->settings.max_age_s, 900);
+  EXPECT_EQ(l.budgets->applying("ml", "bob"), (std::vector<int>{0, 2}));
+  EXPECT_EQ(l.budgets->applying("cv", "alice"), (std::vector<int>{1}));
+  EXPECT_TRUE(l.budgets->applying("cv", "bob").empty());
+  const std::string text = describe(*l.budgets, at("2026-12-20"));
+  EXPECT_NE(text.find("budget ml-month: account ml, 5000.00 GPU-hours per month (now 2026-12-15T00:00:00Z .. "
+                      "2027-01-15T00:00:00Z), carry-over up to 10%, grace 5%: 80% warn, 95% move spot, 100% reject; "
+                      "partitions od, spot"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("budget alice-q: user alice, $40,000.00 per quarter (now 2026-10-01T00:00:00Z"), std::string::npos) << text;
+  EXPECT_NE(text.find("mode shadow"), std::string::npos);
+  EXPECT_NE(text.find("accepts jobs unchecked (on_stale_ledger = open)"), std::string::npos);
+}
+
+TEST(BudgetPolicy, MistakesNameFileLineAndKey) {
+  struct Case {
+    std::string text, message;
+  } cases[] = {
+      {"[budget a]\naccount = ml\ngpu_hours = 10\ngpu_hour = 3\n", "unknown key 'gpu_hour'"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\ndollars = 3\n", "both gpu_hours and dollars"},
+      {"[budget a]\naccount = ml\n", "no limit"},
+      {"[budget a]\ngpu_hours = 10\n", "needs an account, a user or both"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\nperiod = fortnight\n", "unknown period 'fortnight'"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\nactions = 80 warn\n", "malformed action"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\nactions = 90% move lowprio\n", "move to partition 'lowprio'"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\npartitions = od, gpu-x\n", "partition 'gpu-x' is not in the policy"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\nperiod = 2026-12-31..2026-12-01\n", "ends before it starts"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\nperiod = 2026-12-01..2026-12-31\nstart = 2026-12-01\n",
+       "a date range has no start key"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\nstart = 2026-13-01\n", "is not a time"},
+      {"[budget a/b]\naccount = ml\ngpu_hours = 10\n", "not a plain name"},
+      {"[budget a]\naccount = ml\ngpu_hours = 10\n[budget a]\nuser = x\ngpu_hours = 1\n", "appears twice"},
+  };
+  for (const auto& c : cases) {
+    auto l = load(kSettings + c.text);
+    EXPECT_FALSE(l.budgets) << c.text;
+    EXPECT_NE(l.error.str().find(c.message), std::string::npos) << c.text << " -> " << l.error.str();
+    EXPECT_NE(l.error.str().find("policy.ini:"), std::string::npos) << l.error.str();
+  }
+  auto no_ledger = load("[budget a]\naccount = ml\ngpu_hours = 10\n");
+  EXPECT_NE(no_ledger.error.str().find("budgets without a ledger"), std::string::npos) << no_ledger.error.str();
+  auto relative = load("[budgets]\nledger = ledger.json\n");
+  EXPECT_NE(relative.error.str().find("absolute path"), std::string::npos);
+  auto stale = load("[budgets]\nledger = /l\non_stale_ledger = maybe\n");
+  EXPECT_NE(stale.error.str().find("unknown on_stale_ledger"), std::string::npos);
+}
+
+TEST(BudgetPolicy, LoadPolicyAcceptsBudgetSectionsAndStillRefusesUnknownOnes) {
+  TempFile f(test::policy_text() + "[budgetz x]\n", "policy.ini");
+  auto p = load_policy(f.path());
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().str().find("unknown section kind 'budgetz'"), std::string::npos);
+  EXPECT_NE(p.error().str().find("[budget NAME]"), std::string::npos);
+}
+
+// --- periods ----------------------------------------------------------------------------
+
+TEST(BudgetPeriod, MonthsKeepTheAnchorsDayAndClampToShortMonths) {
+  Period p;
+  p.cycle = Cycle::month;
+  p.anchor = at("2026-01-31T06:00:00");
+  auto w = window_at(p, at("2026-02-20"));
+  EXPECT_EQ(format_instant(w.start), "2026-01-31T06:00:00Z");
+  EXPECT_EQ(format_instant(w.end), "2026-02-28T06:00:00Z");
+  w = window_at(p, at("2026-03-01"));
+  EXPECT_EQ(format_instant(w.start), "2026-02-28T06:00:00Z");
+  EXPECT_EQ(format_instant(w.end), "2026-03-31T06:00:00Z");
+  // Before the anchor, periods continue backwards.
+  w = window_at(p, at("2025-12-31T05:00:00"));
+  EXPECT_EQ(format_instant(w.start), "2025-11-30T06:00:00Z");
+  EXPECT_EQ(format_instant(next_window(p, w).start), "2025-12-31T06:00:00Z");
+  EXPECT_EQ(format_instant(previous_window(p, w).start), "2025-10-31T06:00:00Z");
+}
+
+TEST(BudgetPeriod, QuartersWeeksDaysAndOffsets) {
+  Period q;
+  q.cycle = Cycle::quarter;
+  auto w = window_at(q, at("2026-08-15"));
+  EXPECT_EQ(format_instant(w.start), "2026-07-01T00:00:00Z");
+  EXPECT_EQ(format_instant(w.end), "2026-10-01T00:00:00Z");
+  Period week;
+  week.cycle = Cycle::week;
+  week.anchor = 4 * 86400;   // the default: Mondays
+  w = window_at(week, at("2026-12-05"));   // a Saturday
+  EXPECT_EQ(format_instant(w.start), "2026-11-30T00:00:00Z");
+  Period local;
+  local.cycle = Cycle::month;
+  ASSERT_TRUE(parse_instant("2026-01-01T00:00+01:00", &local.utc_offset_s));
+  local.anchor = at("2026-01-01T00:00+01:00");
+  w = window_at(local, at("2026-06-15"));
+  EXPECT_EQ(format_instant(w.start, local.utc_offset_s), "2026-06-01T00:00:00+01:00");
+  EXPECT_EQ(format_instant(w.start), "2026-05-31T23:00:00Z");
+  Period day;
+  day.cycle = Cycle::day;
+  day.anchor = at("2026-12-05T09:30:10");
+  EXPECT_EQ(window_at(day, at("2026-12-05T09:30:09")).end, day.anchor);
+  EXPECT_EQ(window_at(day, day.anchor).start, day.anchor);
+  Period range;
+  range.cycle = Cycle::range;
+  range.anchor = at("2026-12-01");
+  range.range_end = at("2026-12-10");
+  EXPECT_FALSE(in_force(range, at("2026-11-30")));
+  EXPECT_TRUE(in_force(range, at("2026-12-09T23:59:59")));
+  EXPECT_FALSE(in_force(range, range.range_end));
+  EXPECT_FALSE(parse_instant("2026-02-29").ok());   // not a leap year
+  EXPECT_FALSE(parse_instant("2026-12-01T25:00").ok());
+  EXPECT_FALSE(parse_instant("2026-12-01 junk").ok());
+}
+
+// --- prices -----------------------------------------------------------------------------
+
+TEST(BudgetPrice, SpotPartitionsArePricedAsSpot) {
+  auto l = load(kSettings + "[budget d]\naccount = ml\ndollars = 100\n[budget g]\naccount = ml\ngpu_hours = 10\npartitions = od\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  EXPECT_NEAR(usd_per_gpu_hour(*l.policy, "od"), 32.77 / 8, 1e-9);
+  EXPECT_NEAR(usd_per_gpu_hour(*l.policy, "spot"), 9.83 / 8, 1e-9);
+  EXPECT_NEAR(usd_per_gpu_hour(*l.policy, "spot,od"), 32.77 / 8, 1e-9);   // the dearest of a list
+  EXPECT_NEAR(usd_per_gpu_hour(*l.policy, ""), 32.77 / 8, 1e-9);          // the default partition
+  EXPECT_LT(usd_per_gpu_hour(*l.policy, "debug"), 0);
+  const Budget& d = l.budgets->list[0];
+  EXPECT_NEAR(amount(d, *l.policy, 8, "spot"), 9.83, 1e-9);
+  EXPECT_NEAR(amount(d, *l.policy, 8, "od"), 32.77, 1e-9);
+  const Budget& g = l.budgets->list[1];
+  EXPECT_EQ(amount(g, *l.policy, 8, "spot"), 0);   // not a counted partition
+  EXPECT_EQ(amount(g, *l.policy, 8, "spot,od"), 8);
+}
+
+// --- ledger -----------------------------------------------------------------------------
+
+TEST(BudgetLedger, RoundTripsAndRefusesMalformedFiles) {
+  Ledger l;
+  l.snapshot = 1764928000;
+  l.written = 1764928003;
+  l.entries["a"] = LedgerEntry{"id", {100, 200}, 1.5, 2.25, 3, 0.5, 1, 2, 0.1};
+  l.default_account["alice"] = "ml";
+  l.accounts["alice"] = {"ml", "cv"};
+  l.notes.push_back("squeue: skipped 1 job line(s)");
+  auto back = parse_ledger(format_ledger(l));
+  ASSERT_TRUE(back) << back.error().str();
+  EXPECT_EQ(back->snapshot, l.snapshot);
+  const auto& e = back->entries.at("a");
+  EXPECT_EQ(e.window.end, 200);
+  EXPECT_EQ(e.committed, 2.25);
+  EXPECT_EQ(e.pending, 2);
+  EXPECT_EQ(back->accounts.at("alice").size(), 2u);
+  EXPECT_EQ(back->notes.size(), 1u);
+  for (const char* bad : {"", "[]", "{\"format\":2}", "{\"format\":1,\"budgets\":{}}",
+                          "{\"format\":1,\"snapshot\":5,\"budgets\":{\"a\":{\"identity\":\"x\"}}}",
+                          "{\"format\":1,\"snapshot\":5,\"budgets\":{},\"default_account\":{\"u\":\"a\\nb\"}}",
+                          "{\"format\":1,\"snapshot\":-5,\"budgets\":{}}"})
+    EXPECT_FALSE(parse_ledger(bad)) << bad;
+}
+
+// --- counting from squeue and sacct ----------------------------------------------------
+
+std::string squeue_line(std::vector<std::string> f) {
+  std::string s;
+  for (auto& x : f) s += x + '\x1f';
+  return s + "\n";
+}
+
+TEST(BudgetCount, SqueueLinesBecomeEnvelopesAndRemainingTime) {
+  auto l = load(kSettings);
+  ASSERT_TRUE(l.policy) << l.error.str();
+  std::string text =
+      // a pending array element on a node range: 2 nodes x 4 GPUs (gpus per node) x 30 min
+      squeue_line({"1_0", "alice", "ml", "od", "PENDING", "30:00", "0:00", "1", "2", "1", "0", "*:*:*", "OK",
+                   "cpu=1,gres/gpu=4", "N/A", "gres:gpu:4", "N/A", "N/A", ""}) +
+      // a het component: 2 GPUs for 1 h
+      squeue_line({"4+1", "alice", "ml", "od", "PENDING", "1:00:00", "0:00", "1", "1", "1", "0", "*:*:*", "OK",
+                   "gres/gpu=2", "gres/gpu:2", "N/A", "N/A", "N/A", ""}) +
+      // running: 8 GPUs, 1 h limit, 15 min used -> 6 GPU-hours left
+      squeue_line({"3", "bob", "ml", "spot", "RUNNING", "1:00:00", "15:00", "1", "1", "1", "0", "*:*:*", "OK",
+                   "cpu=1,gres/gpu=8", "gres:gpu:8", "N/A", "N/A", "N/A", ""}) +
+      // --exclusive on one node: every GPU of it
+      squeue_line({"6", "bob", "ml", "od", "PENDING", "1-00:00:00", "0:00", "1", "1", "1", "0", "*:*:*", "NO",
+                   "cpu=1", "N/A", "N/A", "N/A", "N/A", ""}) +
+      // not governed, finished, malformed
+      squeue_line({"7", "bob", "ml", "debug", "PENDING", "10:00", "0:00", "1", "1", "1", "0", "*:*:*", "OK", "",
+                   "gres:gpu:1", "N/A", "N/A", "N/A", ""}) +
+      squeue_line({"8", "bob", "ml", "od", "COMPLETING", "10:00", "0:00", "1", "1", "1", "0", "*:*:*", "OK", "",
+                   "gres:gpu:1", "N/A", "N/A", "N/A", ""}) +
+      "9\x1f" "bob\x1f" "ml\n";
+  std::vector<std::string> notes;
+  auto q = parse_squeue(text, *l.policy, &notes);
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_EQ(q[0].job_id, "1_0");
+  EXPECT_DOUBLE_EQ(q[0].gpu_hours, 2 * 4 * 0.5);
+  EXPECT_DOUBLE_EQ(q[1].gpu_hours, 2);
+  EXPECT_TRUE(q[2].running);
+  EXPECT_DOUBLE_EQ(q[2].gpu_hours, 6);
+  EXPECT_DOUBLE_EQ(q[3].gpu_hours, 8 * 24);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("skipped 1 job line"), std::string::npos) << notes[0];
+  const auto args = squeue_arguments();
+  EXPECT_EQ(args[1], "-r");
+}
+
+TEST(BudgetCount, UsedIsClippedToThePeriodAndTheQueueIsSplitIntoCommitmentsAndLiens) {
+  auto l = load(kSettings + "[budget g]\naccount = ml\ngpu_hours = 100\nperiod = day\nstart = 2026-12-05\n"
+                "carry_over = 0.5\n[budget d]\nuser = bob\ndollars = 1000\nperiod = day\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  const std::int64_t snap = at("2026-12-05T12:00:00");
+  std::vector<UsedRun> runs = {
+      // 8 GPUs from 23:00 the day before to 01:00: 1 h in yesterday, 1 h today
+      {"1", "ml", "alice", "od", 8, at("2026-12-04T23:00:00"), at("2026-12-05T01:00:00")},
+      // still running since 11:00 on spot: 1 h so far
+      {"2", "ml", "bob", "spot", 4, at("2026-12-05T11:00:00"), -1},
+      // another account, and a partition the policy does not govern
+      {"3", "cv", "carol", "od", 8, at("2026-12-05T02:00:00"), at("2026-12-05T03:00:00")},
+      {"4", "ml", "alice", "debug", 8, at("2026-12-05T02:00:00"), at("2026-12-05T03:00:00")},
+  };
+  std::vector<QueuedJob> queue = {{"2", "ml", "bob", "spot", true, 4}, {"5", "ml", "alice", "od", false, 16}};
+  Ledger ledger;
+  count_budgets(*l.budgets, *l.policy, runs, queue, snap, &ledger);
+  const auto& g = ledger.entries.at("g");
+  EXPECT_DOUBLE_EQ(g.used, 8 + 4);
+  EXPECT_DOUBLE_EQ(g.committed, 4);
+  EXPECT_DOUBLE_EQ(g.liens, 16);
+  EXPECT_EQ(g.running, 1);
+  EXPECT_EQ(g.pending, 1);
+  EXPECT_DOUBLE_EQ(g.carry_in, 50);   // 100 - 8 used yesterday, capped at 50%
+  EXPECT_NEAR(g.burn_per_hour, 12.0 / 12, 1e-12);
+  EXPECT_EQ(g.identity, l.budgets->list[0].identity());
+  const auto& d = ledger.entries.at("d");
+  EXPECT_NEAR(d.used, 4 * 9.83 / 8, 1e-9);   // bob's spot hour at the spot price
+  EXPECT_NEAR(d.committed, 4 * 9.83 / 8, 1e-9);
+  EXPECT_EQ(earliest_start(*l.budgets, snap), at("2026-12-04"));
+}
+
+// --- admission --------------------------------------------------------------------------
+
+struct GateFixture {
+  Loaded l;
+  std::unique_ptr<Gate> gate;
+  std::shared_ptr<Ledger> ledger = std::make_shared<Ledger>();
+  std::int64_t now = at("2026-12-05T12:00:00");
+
+  explicit GateFixture(const std::string& budgets) : l(load(kSettings + budgets)) {
+    EXPECT_TRUE(l.budgets) << l.error.str();
+    gate = std::make_unique<Gate>(now - 3600);
+    gate->set_budgets(l.budgets, l.policy);
+    ledger->snapshot = now - 60;
+    ledger->default_account["alice"] = "ml";
+    ledger->accounts["alice"] = {"ml"};
+  }
+  LedgerEntry& entry(const std::string& name, double used, double committed = 0, double liens = 0) {
+    const Budget& b = l.budgets->list[l.budgets->find(name)];
+    LedgerEntry& e = ledger->entries[name];
+    e.identity = b.identity();
+    e.window = window_at(b.period, ledger->snapshot);
+    e.used = used, e.committed = committed, e.liens = liens;
+    return e;
+  }
+  void publish() { gate->set_ledger(ledger, ""); }
+  Verdict judge(double gpu_hours, const std::string& partition = "od", bool record = true, int gpus = 8, int minutes = 60) {
+    Charge c{"ml", "alice", partition, gpu_hours, gpus, minutes, 1};
+    return gate->judge(c, now, record);
+  }
+};
+
+TEST(BudgetGate, AcceptsUntilTheNextJobWouldPassTheBudgetAndSaysWhatFits) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 100\nperiod = month\n");
+  g.entry("ml", 50, 10, 20);   // 80 of 100 held
+  g.publish();
+  auto v = g.judge(8);          // -> 88: warn (80%)
+  EXPECT_EQ(v.outcome, Outcome::warn);
+  EXPECT_NE(v.message().find("this job brings it to 88%"), std::string::npos) << v.message();
+  EXPECT_NE(v.message().find("resets 2027-01-01T00:00:00Z"), std::string::npos) << v.message();
+  v = g.judge(8);               // accepted before: 96
+  EXPECT_EQ(v.outcome, Outcome::warn);
+  v = g.judge(8);               // 104 > 100: refused, nothing recorded
+  EXPECT_EQ(v.outcome, Outcome::reject);
+  EXPECT_EQ(v.ticket, 0u);
+  const std::string m = v.message();
+  EXPECT_NE(m.find("this job (8 GPUs x 1:00:00, 8.00 GPU-hours) does not fit"), std::string::npos) << m;
+  EXPECT_NE(m.find("used 50.00"), std::string::npos) << m;
+  EXPECT_NE(m.find("committed 10.00 by 0 running job(s), 20.00 held by 0 pending job(s), 16.00 accepted since the last sync"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("leave 4.00 GPU-hours"), std::string::npos) << m;
+  EXPECT_NE(m.find("Fits now: --time=0:30:00 with 8 GPUs, or --gpus=4 for 1:00:00"), std::string::npos) << m;
+  EXPECT_EQ(g.judge(4).outcome, Outcome::warn);   // exactly 100%: fits
+}
+
+TEST(BudgetGate, ANewLedgerReplacesWhatItCountedButKeepsLaterAcceptances) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 100\nactions = 100% reject\n");
+  g.entry("ml", 0);
+  g.publish();
+  EXPECT_EQ(g.judge(60).outcome, Outcome::pass);
+  EXPECT_EQ(g.judge(50).outcome, Outcome::reject);   // 60 accepted since the snapshot count
+  // The next sync counted the 60 (as a pending lien) at a snapshot after the acceptance.
+  g.ledger = std::make_shared<Ledger>(*g.ledger);
+  g.ledger->snapshot = g.now + Gate::kMarginS + 1;
+  g.entry("ml", 0, 0, 60);
+  g.publish();
+  EXPECT_EQ(g.judge(40, "od", true).outcome, Outcome::pass);   // 60 + 40: not counted twice
+  // An acceptance within the margin before a snapshot is kept (counted twice, never zero times).
+  g.ledger = std::make_shared<Ledger>(*g.ledger);
+  g.ledger->snapshot = g.now + 1;
+  g.entry("ml", 0, 0, 100);
+  g.publish();
+  EXPECT_EQ(g.judge(1, "od", false).outcome, Outcome::reject);
+}
+
+TEST(BudgetGate, ThePeriodRollsOverWithoutASync) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 10\nperiod = day\nstart = 2026-12-05T12:00:30\n");
+  g.entry("ml", 9, 1, 0);   // window ends at 12:00:30
+  g.publish();
+  EXPECT_EQ(g.judge(2, "od", false).outcome, Outcome::reject);
+  g.now += 60;                                  // past the boundary, same ledger
+  auto v = g.judge(2, "od", false);
+  EXPECT_EQ(v.outcome, Outcome::pass) << v.message();   // used restarts; the commitment stays
+  EXPECT_EQ(g.judge(9.5, "od", false).outcome, Outcome::reject);   // 1 committed + 9.5 > 10
+}
+
+TEST(BudgetGate, StaleMissingOrOlderThanTheRestartLedgerFailsAsConfigured) {
+  for (bool open : {false, true}) {
+    GateFixture g(std::string(open ? "on_stale_ledger = open\n" : "") + "[budget ml]\naccount = ml\ngpu_hours = 10\n");
+    auto v = g.judge(1);
+    ASSERT_EQ(v.findings.size(), 1u);
+    EXPECT_TRUE(v.findings[0].unchecked);
+    EXPECT_EQ(v.outcome, open ? Outcome::pass : Outcome::reject);
+    EXPECT_NE(v.findings[0].message.find(open ? "accepted unchecked (on_stale_ledger = open)"
+                                              : "refused until it is fresh (on_stale_ledger = closed)"),
+              std::string::npos) << v.findings[0].message;
+    g.entry("ml", 0);
+    g.publish();
+    EXPECT_EQ(g.judge(1).outcome, Outcome::pass);
+    g.now += 16 * 60;   // older than ledger_max_age (15m)
+    v = g.judge(1);
+    EXPECT_EQ(v.outcome, open ? Outcome::pass : Outcome::reject);
+    EXPECT_NE(v.findings.at(0).message.find("the budget ledger is 17 min old"), std::string::npos) << v.findings[0].message;
+    // A restart after the snapshot: the ledger cannot know what was accepted in between.
+    Gate restarted(g.ledger->snapshot + 10);
+    restarted.set_budgets(g.l.budgets, g.l.policy);
+    restarted.set_ledger(g.ledger, "");
+    EXPECT_NE(restarted.ledger_problem(g.ledger->snapshot + 20).find("predates slurmctld's start"), std::string::npos);
+  }
+}
+
+TEST(BudgetGate, AChangedBudgetIsUncheckedUntilTheNextSync) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 10\n");
+  g.entry("ml", 0).identity = "something else";
+  g.publish();
+  auto v = g.judge(1);
+  EXPECT_EQ(v.outcome, Outcome::reject);
+  EXPECT_NE(v.message().find("has not counted budget ml"), std::string::npos) << v.message();
+}
+
+TEST(BudgetGate, ShadowBudgetsJudgeButNeverAct) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 10\nmode = shadow\n");
+  g.entry("ml", 9);
+  g.publish();
+  auto v = g.judge(5);
+  EXPECT_EQ(v.outcome, Outcome::pass);
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings[0].outcome, Outcome::reject);
+  EXPECT_TRUE(v.findings[0].shadow);
+  EXPECT_EQ(v.message(), "");
+  EXPECT_NE(v.ticket, 0u);   // the shadow numbers follow what was really accepted
+}
+
+TEST(BudgetGate, DollarBudgetsPriceSpotAsSpotAndSuggestIt) {
+  GateFixture g("[budget d]\naccount = ml\ndollars = 100\nactions = 100% reject\n");
+  g.entry("d", 60);
+  g.publish();
+  // 16 GPU-hours on demand = $65.54: does not fit $40; on spot $19.66 does.
+  auto v = g.judge(16, "od", false, 16, 60);
+  ASSERT_EQ(v.outcome, Outcome::reject);
+  EXPECT_NE(v.message().find("$65.54"), std::string::npos) << v.message();
+  EXPECT_NE(v.message().find("--partition=spot ($19.66 at spot prices)"), std::string::npos) << v.message();
+  v = g.judge(16, "spot", true, 16, 60);
+  EXPECT_EQ(v.outcome, Outcome::pass) << v.message();
+}
+
+TEST(BudgetGate, MoveSendsTheJobElsewhereAndGraceRaisesTheBar) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 100\nactions = 90% move spot, 100% reject\ngrace = 0.1\n"
+                "partitions = od\n");
+  g.entry("ml", 85);
+  g.publish();
+  auto v = g.judge(10);   // 95: past 90% + 10% grace? no (100): pass
+  EXPECT_EQ(v.outcome, Outcome::pass);
+  v = g.judge(10, "od", false);   // 105 > 100: move (reject only past 110)
+  EXPECT_EQ(v.outcome, Outcome::move);
+  EXPECT_EQ(v.move_to, "spot");
+  EXPECT_EQ(g.judge(10, "spot", true, 8, 60).outcome, Outcome::pass);   // spot is not counted
+  EXPECT_EQ(g.judge(20, "od", false).outcome, Outcome::reject);         // 115 > 110
+}
+
+TEST(BudgetGate, RetractTakesBackAHetComponentAndAccountsResolveLikeSlurmctld) {
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 10\nactions = 100% reject\n");
+  g.entry("ml", 0);
+  g.publish();
+  auto first = g.judge(6);
+  EXPECT_EQ(g.judge(6, "od", false).outcome, Outcome::reject);
+  g.gate->retract(first.ticket);
+  EXPECT_EQ(g.judge(6, "od", false).outcome, Outcome::pass);
+  EXPECT_EQ(effective_account(*g.ledger, "alice", "ML"), "ml");
+  EXPECT_EQ(effective_account(*g.ledger, "alice", "other"), "ml");   // not hers: her default
+  EXPECT_EQ(effective_account(*g.ledger, "alice", ""), "ml");
+  EXPECT_EQ(effective_account(*g.ledger, "newuser", "cv"), "cv");     // no association at all
+  EXPECT_EQ(effective_account(*g.ledger, "newuser", ""), "");
+  // An account the ledger cannot name could be ml's: refused while the mode is closed.
+  Charge unknown{"", "newuser", "od", 1, 1, 60, 1};
+  EXPECT_EQ(g.gate->judge(unknown, g.now, false).outcome, Outcome::reject);
+}
+
+TEST(BudgetGate, RangesCountOnlyInsideTheirDates) {
+  GateFixture g("[budget r]\naccount = ml\ngpu_hours = 1\nperiod = 2026-12-06..2026-12-07\n");
+  g.publish();
+  EXPECT_EQ(g.judge(5).outcome, Outcome::pass);   // not yet in force: no finding at all
+  EXPECT_TRUE(g.judge(5).findings.empty());
+}
+
+}  // namespace
+}  // namespace scaleguard::budget

@@ -27,7 +27,7 @@ std::string period_text(const BudgetLine& b) {
 
 // The refusals column: "3 (1 moved)", or for a shadow budget "would refuse 2".
 std::string refusals(const BudgetLine& b) {
-  if (b.shadow) return "would refuse " + std::to_string(b.would_refuse);
+  if (b.shadow) return "would have refused " + std::to_string(b.would_refuse);
   std::string s = std::to_string(b.refused);
   if (b.moved) s += " (" + std::to_string(b.moved) + " moved)";
   return s;
@@ -79,8 +79,8 @@ void add_budget_decisions(std::istream& log, BudgetReport* report, int* skipped)
 std::string render_budgets_text(const BudgetReport& r) {
   std::string out = "budgets, ledger " + r.ledger + " counted " + format_utc_time(r.snapshot) + "\n";
   for (const auto& b : r.lines) {
-    out += "\n" + b.name + " (" + b.scope + (b.shadow ? ", shadow" : "") + "): " + amount(b, b.total) + " " + unit(b) +
-           ", " + period_text(b) + "\n";
+    out += "\n" + b.name + " (" + b.scope + (b.shadow ? ", shadow" : "") + "): " + amount(b, b.total) +
+           (b.usd ? "" : " GPU-hours") + ", " + period_text(b) + "\n";
     if (!b.counted) {
       out += "  not counted by this ledger (a new or changed budget: run scaleguard budget sync)\n";
       continue;
@@ -90,7 +90,7 @@ std::string render_budgets_text(const BudgetReport& r) {
            std::to_string(b.pending) + " pending job(s), left " + amount(b, left_of(b)) + "\n";
     out += "  forecast at the period's end " + amount(b, b.forecast) + " (" + percent(b.forecast, b.total) +
            ") at the burn rate so far\n";
-    out += "  refused " + refusals(b) + ", kept out " + hours(b.kept_out_gpu_hours) + " GPU-hours, warned " +
+    out += std::string("  ") + (b.shadow ? "" : "refused ") + refusals(b) + ", kept out " + hours(b.kept_out_gpu_hours) + " GPU-hours, warned " +
            std::to_string(b.warned) + (b.unchecked ? ", unchecked " + std::to_string(b.unchecked) : "") + "\n";
   }
   for (const auto& n : r.notes) out += "\nnote: " + n + "\n";

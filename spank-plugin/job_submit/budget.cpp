@@ -273,6 +273,11 @@ BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, c
   charge.account = g_keeper->gate.account_of(charge.user, asked);
   const std::string who = "job of " + charge.user + " (account " + (charge.account.empty() ? "?" : charge.account) + ")";
   bg::Verdict v = g_keeper->gate.judge(charge, now, true);
+  if (decision->shadow) {
+    // A partition in shadow mode changes nothing: its budgets only log, like shadow budgets.
+    for (auto& f : v.findings) f.shadow = true;
+    v.outcome = bg::Outcome::pass;
+  }
   log_quiet_findings(v, who);
   add_hits(v, decision);
   if (v.outcome == bg::Outcome::move) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HTML reports render in headless Chromium with no network: produce them from the sacct
-# fixture and the decision-log fixture, screenshot them, and check each PNG is a real picture
+# fixture, the decision-log fixture and the budgets fixture, screenshot them, and check each PNG is a real picture
 # (several times the size of a blank page's screenshot) and that Chromium reported no page or
 # network error.
 # Keeps the files in $KEEP_DIR when set, to look at.
@@ -17,6 +17,9 @@ trap 'rm -rf "$work"' EXIT
 "$SCALEGUARD_BIN" report --decisions "$SCALEGUARD_TEST_DATA/decisions.jsonl" \
   --since 2026-12-03T00:00:00Z --until 2026-12-04T00:00:00Z \
   --format html --output "$work/decisions.html" 2>/dev/null   # its skipped lines: on stderr
+"$SCALEGUARD_BIN" report --budgets --policy "$SCALEGUARD_TEST_DATA/budgets/policy.ini" \
+  --ledger "$SCALEGUARD_TEST_DATA/budgets/ledger.json" --decisions "$SCALEGUARD_TEST_DATA/budgets/decisions.jsonl" \
+  --format html --output "$work/budgets.html"
 printf '<!DOCTYPE html><html><body></body></html>\n' > "$work/blank.html"
 
 shoot() {  # shoot NAME: screenshot $work/NAME.html to $work/NAME.png, log in $work/NAME.log
@@ -28,7 +31,7 @@ shoot() {  # shoot NAME: screenshot $work/NAME.html to $work/NAME.png, log in $w
 }
 shoot blank
 blank=$(stat -c %s "$work/blank.png")
-for page in report decisions; do
+for page in report decisions budgets; do
   shoot "$page"
   png_magic=$(head -c 8 "$work/$page.png" | od -An -tx1 | tr -d ' \n')
   [ "$png_magic" = 89504e470d0a1a0a ] || { echo "FAIL: $page.png is not a PNG"; exit 1; }
@@ -41,5 +44,5 @@ for page in report decisions; do
     exit 1
   fi
 done
-if [ -n "${KEEP_DIR:-}" ]; then mkdir -p "$KEEP_DIR" && cp "$work"/report.* "$work"/decisions.* "$KEEP_DIR"/; fi
+if [ -n "${KEEP_DIR:-}" ]; then mkdir -p "$KEEP_DIR" && cp "$work"/report.* "$work"/decisions.* "$work"/budgets.* "$KEEP_DIR"/; fi
 echo "PASS"

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace scaleguard::cli {
@@ -13,6 +14,7 @@ struct Failure {
 };
 
 struct Command {
+  explicit Command(std::vector<std::string> a) : args(std::move(a)) {}
   std::vector<std::string> args;         // args[0] is looked up in PATH
   std::vector<std::string> env;          // NAME=value set in the child only (e.g. TZ=UTC)
   std::size_t max_bytes = 64u << 20;     // more output is a Failure

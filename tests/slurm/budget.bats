@@ -51,7 +51,7 @@ mode = shadow
 
 [budget p]
 account = sgb-p
-gpu_hours = 0.05
+gpu_hours = ${BUD_P_LIMIT:-10}
 period = day
 start = ${BUD_P_START:-2026-01-01}
 actions = 100% reject
@@ -193,7 +193,7 @@ setup() {
   run user_sbatch -J sg-bud -H -A sgb-ml --gpus=4 --time=60 --wrap true
   assert_success
   assert_output --regexp 'warning: budget ml \(account sgb-ml, day .* 10\.00 GPU-hours\): this job brings it to 8[0-9]%'
-  assert_output --partial '4.00 GPU-hours accepted since the last sync'
+  assert_output --partial '4.00 accepted since the last sync'
   # 2 more would pass 10: refused, counted from the ledger after a sync.
   sync_ledger
   run user_sbatch -J sg-bud -H -A sgb-ml --gpus=2 --time=60 --wrap true
@@ -315,10 +315,11 @@ setup() {
     [ "$(sacct -n -X -j "$id" -o State | tr -d ' ')" = COMPLETED ] && break
     sleep 0.2
   done
-  # A daily period whose next start is a few seconds ahead (a changed budget: synced again).
+  # A daily budget of 0.05 GPU-hours whose next period starts a few seconds ahead (a changed
+  # budget: synced again).
   local boundary
   boundary=$(( $(date +%s) + 25 ))
-  export BUD_P_START=$(date -u -d "@$boundary" +%Y-%m-%dT%H:%M:%S)
+  export BUD_P_START=$(date -u -d "@$boundary" +%Y-%m-%dT%H:%M:%S) BUD_P_LIMIT=0.05
   load_budgets
   sync_ledger
   [ "$(budget_value sgb-p end)" = "$(date -u -d "@$boundary" +%Y-%m-%dT%H:%M:%SZ)" ]

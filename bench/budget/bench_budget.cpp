@@ -82,6 +82,7 @@ Setup& setup() {
     s.budgets = b.value();
     // The ledger of 10,000 pending jobs of 2 GPU-hours, spread over the accounts and users.
     s.ledger->snapshot = std::time(nullptr);
+    s.ledger->snapshot_ms = s.ledger->snapshot * 1000;
     s.ledger->written = s.ledger->snapshot;
     std::vector<bg::QueuedJob> queue;
     for (int j = 0; j < kPending; ++j)
@@ -123,7 +124,7 @@ void BM_DecideAndBudgets(benchmark::State& state) {
   // 10,000 jobs accepted since the snapshot, in the Gate's own record.
   for (int j = 0; j < kPending; ++j) {
     bg::Charge c{"acct" + std::to_string(j % 500), "user" + std::to_string(j % 400), "gpu-od", 2, 1, 120, 1};
-    gate.judge(c, now, true);
+    gate.judge(c, now * 1000, true);
   }
   const JobRequest j = request();
   int n = 0;
@@ -132,7 +133,7 @@ void BM_DecideAndBudgets(benchmark::State& state) {
     const std::string user = "user" + std::to_string(n++ % 400);
     bg::Charge c{gate.account_of(user, ""), user, "gpu-od", d.granted_gpu_hours, d.envelope.gpus,
                  d.envelope.time_limit_min, 1};
-    const bg::Verdict v = gate.judge(c, now, true);
+    const bg::Verdict v = gate.judge(c, now * 1000, true);
     if (v.outcome == bg::Outcome::reject) state.SkipWithError("a budget refused: the fixture's limits are too small");
     gate.retract(v.ticket);
     benchmark::DoNotOptimize(v);
@@ -169,6 +170,7 @@ int write_fixture(const std::string& dir) {
   fixture_dir = dir;
   Setup& s = setup();
   s.ledger->snapshot = s.ledger->written = std::time(nullptr);
+  s.ledger->snapshot_ms = s.ledger->snapshot * 1000;
   std::ofstream(dir + "/budget-ledger.json") << bg::format_ledger(*s.ledger);
   std::printf("%s/policy.ini (%d budgets), %s/budget-ledger.json (%d pending jobs)\n", dir.c_str(), kBudgets,
               dir.c_str(), kPending);

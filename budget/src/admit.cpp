@@ -146,8 +146,8 @@ void Gate::set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& p
   ledger_ = std::move(ledger);
   ledger_problem_ = ledger_ ? "" : problem;
   if (!ledger_) return;
-  const std::int64_t cutoff = ledger_->snapshot - kMarginS;
-  records_.erase(std::remove_if(records_.begin(), records_.end(), [&](const Record& r) { return r.t < cutoff; }),
+  const std::int64_t cutoff = ledger_->snapshot_ms;
+  records_.erase(std::remove_if(records_.begin(), records_.end(), [&](const Record& r) { return r.t_ms < cutoff; }),
                  records_.end());
   recent_.clear();
   for (const auto& r : records_) add_recent_locked(r, 1);
@@ -185,17 +185,18 @@ std::string Gate::ledger_problem(std::int64_t now) const {
 
 std::string Gate::problem_locked(std::int64_t now) const {
   if (!ledger_) return ledger_problem_;
-  if (ledger_->snapshot < started_at_)
-    return "the budget ledger (synced " + format_instant(ledger_->snapshot) + ") predates slurmctld's start at " +
-           format_instant(started_at_) + ": jobs accepted in between are unknown until the next `scaleguard budget sync`";
   const std::int64_t age = now - ledger_->snapshot;
   if (budgets_ && age > budgets_->settings.max_age_s)
     return "the budget ledger is " + std::to_string(age / 60) + " min old (synced " + format_instant(ledger_->snapshot) +
            ", stale after " + std::to_string(budgets_->settings.max_age_s / 60) + " min): is `scaleguard budget sync` running?";
+  if (ledger_->snapshot < started_at_)
+    return "the budget ledger (synced " + format_instant(ledger_->snapshot) + ") predates slurmctld's start at " +
+           format_instant(started_at_) + ": jobs accepted in between are unknown until the next `scaleguard budget sync`";
   return "";
 }
 
-Verdict Gate::judge(const Charge& charge, std::int64_t now, bool record, bool moved) {
+Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool moved) {
+  const std::int64_t now = now_ms >= 0 ? now_ms / 1000 : -((-now_ms + 999) / 1000);
   std::lock_guard<std::mutex> lock(mutex_);
   Verdict v;
   if (!budgets_ || budgets_->list.empty() || !policy_) return v;
@@ -299,7 +300,7 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now, bool record, bool mo
     if (f.outcome == Outcome::move) v.move_to = f.partition;
   }
   if (record && (v.outcome == Outcome::pass || v.outcome == Outcome::warn) && !rec.amounts.empty()) {
-    rec.t = now;
+    rec.t_ms = now_ms;
     rec.ticket = v.ticket = next_ticket_++;
     add_recent_locked(rec, 1);
     records_.push_back(std::move(rec));

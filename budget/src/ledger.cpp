@@ -41,7 +41,8 @@ bool name(const json& v, std::string* out) {
 }  // namespace
 
 std::string format_ledger(const Ledger& l) {
-  json j = {{"format", 1}, {"snapshot", l.snapshot}, {"written", l.written}};
+  const std::int64_t ms = l.snapshot_ms / 1000 == l.snapshot ? l.snapshot_ms : l.snapshot * 1000;
+  json j = {{"format", 1}, {"snapshot", l.snapshot}, {"snapshot_ms", ms}, {"written", l.written}};
   json entries = json::object();
   for (const auto& [n, e] : l.entries)
     entries[n] = {{"identity", e.identity},   {"start", e.window.start},     {"end", e.window.end},
@@ -65,6 +66,10 @@ Result<Ledger> parse_ledger(const std::string& text) {
   constexpr std::int64_t kFar = 1LL << 40;
   if (!j.contains("snapshot") || !whole(j["snapshot"], 0, kFar, &l.snapshot)) return bad("no snapshot time");
   if (j.contains("written") && !whole(j["written"], 0, kFar, &l.written)) return bad("bad written time");
+  l.snapshot_ms = l.snapshot * 1000;
+  if (j.contains("snapshot_ms") && (!whole(j["snapshot_ms"], 0, kFar * 1000, &l.snapshot_ms) ||
+                                    l.snapshot_ms / 1000 != l.snapshot))
+    return bad("snapshot_ms is not the snapshot");
   if (!j.contains("budgets") || !j["budgets"].is_object()) return bad("no budgets");
   for (const auto& [n, e] : j["budgets"].items()) {
     if (n.empty() || n.size() > kMaxName || !e.is_object()) return bad("budget '" + n.substr(0, 64) + "'");

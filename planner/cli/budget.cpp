@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -89,8 +91,15 @@ std::vector<UsedRun> used_runs(std::int64_t since, std::int64_t until, std::vect
 int sync(const BudgetSetup& s, bool quiet) {
   if (s.budgets->list.empty()) throw Failure{"the policy " + s.policy->path + " has no [budget NAME] sections"};
   Ledger ledger;
-  // Before the queue is read: jobs job_submit accepted earlier are in the queue (or done).
-  ledger.snapshot = std::time(nullptr);
+  // Before the queue is read. A job job_submit accepted before this moment is in the queue
+  // (or done) a second later: slurmctld creates it right after job_submit returns, and a
+  // waiting writer goes before squeue's read lock. The plugin drops its record of jobs
+  // accepted before the snapshot.
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ledger.snapshot_ms = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+  ledger.snapshot = ts.tv_sec;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   auto queue = parse_squeue(run_capture(slurm_command([] {
                               auto a = squeue_arguments();
                               a.insert(a.begin(), "squeue");

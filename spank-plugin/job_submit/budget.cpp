@@ -164,6 +164,12 @@ bool plain_account(const std::string& a) {
   return true;
 }
 
+std::int64_t now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 std::string text_of(const char* s) { return s ? std::string(s, strnlen(s, kMaxValue)) : std::string(); }
 
 // The partitions the job runs in after the decision, and the charge of one decision.
@@ -267,7 +273,7 @@ BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, c
     return out;
   }
   const std::string user = user_name(uid);
-  const std::int64_t now = time(nullptr);
+  const std::int64_t now = now_ms();
   bg::Charge charge = charge_of(*request, *decision, policy);
   charge.user = user.empty() ? std::to_string(uid) : user;
   charge.account = g_keeper->gate.account_of(charge.user, asked);
@@ -348,7 +354,7 @@ std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, ui
   charge.prior_account = job_account;
   charge.prior_partition = prior.partition;
   charge.prior_gpu_hours = was.action == Action::reject ? 0 : prior.gpu_hours;
-  bg::Verdict v = g_keeper->gate.judge(charge, time(nullptr), true, true);
+  bg::Verdict v = g_keeper->gate.judge(charge, now_ms(), true, true);
   log_quiet_findings(v, "update by " + charge.user);
   *audit_json = findings_json(v, charge);
   return v.outcome == bg::Outcome::reject ? "scaleguard: " + v.message() : "";

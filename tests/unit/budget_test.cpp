@@ -322,10 +322,13 @@ struct GateFixture {
     e.used = used, e.committed = committed, e.liens = liens;
     return e;
   }
-  void publish() { gate->set_ledger(ledger, ""); }
+  void publish() {
+    ledger->snapshot_ms = ledger->snapshot * 1000;
+    gate->set_ledger(ledger, "");
+  }
   Verdict judge(double gpu_hours, const std::string& partition = "od", bool record = true, int gpus = 8, int minutes = 60) {
     Charge c{"ml", "alice", partition, gpu_hours, gpus, minutes, 1};
-    return gate->judge(c, now, record);
+    return gate->judge(c, now * 1000, record);
   }
 };
 
@@ -360,16 +363,17 @@ TEST(BudgetGate, ANewLedgerReplacesWhatItCountedButKeepsLaterAcceptances) {
   EXPECT_EQ(g.judge(50).outcome, Outcome::reject);   // 60 accepted since the snapshot count
   // The next sync counted the 60 (as a pending lien) at a snapshot after the acceptance.
   g.ledger = std::make_shared<Ledger>(*g.ledger);
-  g.ledger->snapshot = g.now + Gate::kMarginS + 1;
+  g.ledger->snapshot = g.now + 1;
   g.entry("ml", 0, 0, 60);
   g.publish();
   EXPECT_EQ(g.judge(40, "od", true).outcome, Outcome::pass);   // 60 + 40: not counted twice
-  // An acceptance within the margin before a snapshot is kept (counted twice, never zero times).
+  // An acceptance after a ledger's snapshot stays until a later one counts it.
   g.ledger = std::make_shared<Ledger>(*g.ledger);
-  g.ledger->snapshot = g.now + 1;
-  g.entry("ml", 0, 0, 100);
-  g.publish();
-  EXPECT_EQ(g.judge(1, "od", false).outcome, Outcome::reject);
+  g.ledger->snapshot = g.now;
+  g.entry("ml", 0, 0, 60);
+  g.ledger->snapshot_ms = g.now * 1000 - 1;
+  g.gate->set_ledger(g.ledger, "");
+  EXPECT_EQ(g.judge(1, "od", false).outcome, Outcome::reject);   // 60 + 40 + 1
 }
 
 TEST(BudgetGate, ThePeriodRollsOverWithoutASync) {
@@ -472,7 +476,7 @@ TEST(BudgetGate, RetractTakesBackAHetComponentAndAccountsResolveLikeSlurmctld) {
   EXPECT_EQ(effective_account(*g.ledger, "newuser", ""), "");
   // An account the ledger cannot name could be ml's: refused while the mode is closed.
   Charge unknown{"", "newuser", "od", 1, 1, 60, 1};
-  EXPECT_EQ(g.gate->judge(unknown, g.now, false).outcome, Outcome::reject);
+  EXPECT_EQ(g.gate->judge(unknown, g.now * 1000, false).outcome, Outcome::reject);
 }
 
 TEST(BudgetGate, RangesCountOnlyInsideTheirDates) {

@@ -23,6 +23,11 @@ namespace scaleguard::budget {
 
 // What a job may take, as judged (the envelope after the policy's decision).
 struct Charge {
+  Charge() = default;
+  Charge(std::string account_, std::string user_, std::string partition_, double gpu_hours_, int gpus_,
+         int time_limit_min_, int elements_ = 1)
+      : account(std::move(account_)), user(std::move(user_)), partition(std::move(partition_)),
+        gpu_hours(gpu_hours_), gpus(gpus_), time_limit_min(time_limit_min_), elements(elements_) {}
   std::string account;      // the account Slurm will charge (see effective_account)
   std::string user;         // the job's user name
   std::string partition;    // where it runs (a comma list: any; priced at the dearest)
@@ -86,13 +91,15 @@ class Gate {
   explicit Gate(std::int64_t started_at) : started_at_(started_at) {}
 
   void set_budgets(std::shared_ptr<const Budgets> budgets, std::shared_ptr<const Policy> policy);
-  // A new ledger, or none (`problem` says why). Charges recorded more than kMarginS before
-  // its snapshot are dropped: the ledger counted those jobs.
+  // A new ledger, or none (`problem` says why). Charges recorded before its snapshot are
+  // dropped: the ledger counted those jobs (`budget sync` waits a second between its snapshot
+  // and reading the queue, so that a job accepted just before is in the queue by then).
   void set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& problem);
 
-  // Judges the job at `now`. `moved`: the job was already moved by a budget (move findings
-  // then pass). With `record`, an accepted job's charge counts at once for later judgements.
-  Verdict judge(const Charge& charge, std::int64_t now, bool record, bool moved = false);
+  // Judges the job at `now_ms` (unix milliseconds). `moved`: the job was already moved by a
+  // budget (move findings then pass). With `record`, an accepted job's charge counts at once
+  // for later judgements.
+  Verdict judge(const Charge& charge, std::int64_t now_ms, bool record, bool moved = false);
   // Takes back a recorded charge (a later het component was refused: no job was created).
   void retract(std::uint64_t ticket);
 
@@ -102,11 +109,10 @@ class Gate {
   // The account a job is charged to (effective_account on the current ledger).
   std::string account_of(const std::string& user, const std::string& asked) const;
 
-  static constexpr std::int64_t kMarginS = 5;   // jobs accepted this close before a snapshot count twice
 
  private:
   struct Record {
-    std::int64_t t = 0;
+    std::int64_t t_ms = 0;
     std::uint64_t ticket = 0;
     std::vector<std::pair<std::string, double>> amounts;   // budget name -> amount
   };

@@ -27,6 +27,7 @@ struct LedgerEntry {
 
 struct Ledger {
   std::int64_t snapshot = 0;  // unix seconds, taken before the queue was read
+  std::int64_t snapshot_ms = 0;   // the same in milliseconds (what the Gate compares its records with)
   std::int64_t written = 0;   // when the sync finished
   std::map<std::string, LedgerEntry> entries;                       // by budget name
   std::map<std::string, std::string> default_account;               // user -> default account

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ini.h"
+#include "scaleguard/ini.h"
 
 namespace fs = std::filesystem;
 

@@ -2,11 +2,11 @@
 // [instance NAME], [model NAME]; anything else is an error with its line.
 #include <algorithm>
 
-#include "ini.h"
+#include "scaleguard/ini.h"
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/model.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

@@ -1,11 +1,11 @@
-#include "ini.h"
+#include "scaleguard/ini.h"
 
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard::ini {
 

@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ini.h"
+#include "scaleguard/ini.h"
 #include "parse_number.h"
 #include "scaleguard/policy.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

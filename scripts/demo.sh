@@ -96,7 +96,7 @@ if msg=$(sbatch -J demo-350m --gpus=8 "${intent[@]}" --wrap true 2>&1); then
 fi
 say "$msg"
 say; say "The same comparison from the CLI:"
-"$build/planner/scaleguard" compare --model 350M --tokens 1.2B --instance p4d.24xlarge --gpus 8
+"$build/cli/scaleguard" compare --model 350M --tokens 1.2B --instance p4d.24xlarge --gpus 8
 
 step "2. The same training on 1 GPU: accepted"
 show_sbatch --gpus=1 --time=12:00:00 "${intent[@]}" --wrap '...'
@@ -173,7 +173,7 @@ done
 say "Waste: failed runs whole, interrupted runs back to their last checkpoint. The preempted run"
 say "saved at the signal (its step exited 85, which sacct records), so none of it is waste."
 say
-report=("$build/planner/scaleguard" report --since "$start_time" --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)")
+report=("$build/cli/scaleguard" report --since "$start_time" --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)")
 "${report[@]}"
 "${report[@]}" --format html --output "$out/report.html"
 say; say "HTML report: $out/report.html"

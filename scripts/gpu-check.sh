@@ -92,7 +92,7 @@ cmake --build "$build" -j"$(nproc)" --target scaleguard scaleguard-run >>"$log" 
   { say "FAIL: build (see $log)"; exit 1; }
 say "built in $((SECONDS - t0)) s"
 run=$build/runner/scaleguard-run
-cli=$build/planner/scaleguard
+cli=$build/cli/scaleguard
 
 # --- 4. a ~1B GPT in bf16 ------------------------------------------------------------------------
 # 20 layers x 12 x 2048^2 = 1.01e9 in the blocks, + 50304 x 2048 tied embedding = 1.11e9.

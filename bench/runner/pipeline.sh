@@ -9,7 +9,7 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 run=$build/runner/scaleguard-run
-sg=$build/planner/scaleguard
+sg=$build/cli/scaleguard
 steps=${STEPS:-20}
 [ -x "$run" ] && [ -x "$sg" ] || { echo "build first: cmake --build $build --target scaleguard-run scaleguard" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1

@@ -6,7 +6,7 @@
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/model.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

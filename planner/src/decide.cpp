@@ -8,7 +8,7 @@
 #include "scaleguard/envelope.h"
 #include "scaleguard/plan.h"
 #include "scaleguard/policy.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

@@ -8,7 +8,7 @@
 #include <cctype>
 
 #include "parse_number.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 namespace {

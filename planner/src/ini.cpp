@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard::ini {
 

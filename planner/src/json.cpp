@@ -6,7 +6,7 @@
 
 #include "scaleguard/decide.h"
 #include "scaleguard/plan.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

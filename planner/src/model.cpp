@@ -5,7 +5,7 @@
 #include "parse_number.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/model.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

@@ -7,7 +7,7 @@
 #include "scaleguard/decide.h"
 #include "scaleguard/plan.h"
 #include "parse_number.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

@@ -5,7 +5,7 @@
 #include "scaleguard/ini.h"
 #include "parse_number.h"
 #include "scaleguard/policy.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

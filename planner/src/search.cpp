@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "scaleguard/plan.h"
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

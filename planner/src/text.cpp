@@ -1,4 +1,4 @@
-#include "text.h"
+#include "scaleguard/text.h"
 
 #include <algorithm>
 #include <charconv>

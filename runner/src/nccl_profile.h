@@ -1,4 +1,4 @@
-// The NCCL/EFA profile (configs/nccl/, planner's nccl_env) applied by the runner itself when
+// The NCCL/EFA profile (configs/nccl/, fabric/'s nccl_env) applied by the runner itself when
 // nothing applied it before: under srun the SPANK plugin exports it into the task
 // environment (SCALEGUARD_NCCL_PROFILE set); under mpirun outside Slurm nothing does.
 #pragma once

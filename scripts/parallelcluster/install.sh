@@ -347,8 +347,8 @@ build_and_install() {
     [ -n "$plugin_dir" ] || die "$build_dir has no SCALEGUARD_SLURM_PLUGIN_DIR: configure it again (cmake -S SRC -B $build_dir)"
     [[ $plugin_dir == /* ]] || plugin_dir=$prefix/$plugin_dir
   fi
-  scaleguard_bin=$build_dir/planner/scaleguard
-  for f in planner/scaleguard spank-plugin/spank/scaleguard.so spank-plugin/job_submit/job_submit_scaleguard.so; do
+  scaleguard_bin=$build_dir/cli/scaleguard
+  for f in cli/scaleguard spank-plugin/spank/scaleguard.so spank-plugin/job_submit/job_submit_scaleguard.so; do
     [ "$dry_run" = 1 ] || [ -f "$build_dir/$f" ] ||
       die "$build_dir/$f was not built (Slurm headers missing? see the CMake output)"
   done

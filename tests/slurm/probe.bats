@@ -71,7 +71,7 @@ teardown_file() {
 setup() {
   [ -z "${PROBE_UNAVAILABLE:-}" ] || skip "$PROBE_UNAVAILABLE"
   cluster_env
-  SG=$SCALEGUARD_BUILD_DIR/planner/scaleguard
+  SG=$SCALEGUARD_BUILD_DIR/cli/scaleguard
   RUNNER=$SCALEGUARD_BUILD_DIR/runner/scaleguard-run
 }
 

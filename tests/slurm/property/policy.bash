@@ -11,7 +11,7 @@
 # prop_restore_policy SETTINGS DIR
 #   Puts the original SETTINGS back (restart slurmctld afterwards).
 prop_tighten_policy() {
-  local settings=$1 dir=$2 cap=$3 policy catalog checker=${SCALEGUARD_BUILD_DIR:-build}/planner/scaleguard
+  local settings=$1 dir=$2 cap=$3 policy catalog checker=${SCALEGUARD_BUILD_DIR:-build}/cli/scaleguard
   policy=$(sed -n 's/^policy=//p' "$settings" | tail -n 1)
   [ -r "$policy" ] || { echo "prop_tighten_policy: no readable policy= in $settings" >&2; return 1; }
   cp "$settings" "$dir/settings.orig"

@@ -1,4 +1,4 @@
-// XXH3-64 checksums for checkpoints and parameters (libxxhash). Shared by the planner's
+// XXH3-64 checksums for checkpoints and parameters (libxxhash). Shared by the CLI's
 // `scaleguard ckpt verify` and the runner's checkpoint writer so both compute the same value.
 #pragma once
 #include <cstddef>

@@ -1,7 +1,7 @@
 // Formatting helpers shared by the report renderers (report_render.cpp, report_html.cpp,
 // report_decisions_render.cpp): numbers, table cells, CSV fields, HTML escaping, the HTML
 // page's style and the SVG primitives, so both reports look and escape alike.
-// Internal to the planner library.
+// Internal to the report library.
 #pragma once
 #include <cstdio>
 #include <string>

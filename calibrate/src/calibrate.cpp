@@ -10,7 +10,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "text.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard {
 

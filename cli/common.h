@@ -1,4 +1,4 @@
-// Helpers shared by the planner's verbs: config paths, option parsing, error printing.
+// Helpers shared by the verbs: config paths, option parsing, error printing.
 #pragma once
 #include <boost/program_options.hpp>
 #include <cstdint>

@@ -185,6 +185,10 @@ int sacctmgr(const BudgetSetup& s, bool apply) {
       std::printf("# %s: a user's budget across accounts has no association limit; skipped\n", b.name.c_str());
       continue;
     }
+    if (b.shadow) {
+      std::printf("# %s: in shadow mode (a limit would enforce it); skipped\n", b.name.c_str());
+      continue;
+    }
     double reject = 0;
     for (const auto& t : b.thresholds)
       if (t.act == Act::reject) reject = t.percent / 100;

@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_parsers fuzz_policy fuzz_decide fuzz_job_submit)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_parsers fuzz_policy fuzz_decide fuzz_budget fuzz_job_submit)
 
 if [ -z "$bin_dir" ]; then
   "$here/build.sh" "$build_dir"

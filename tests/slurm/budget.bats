@@ -388,3 +388,15 @@ setup() {
   assert_success
   grep -q '<svg' "$BUD_TMP/budgets.html"
 }
+
+@test "budget sacctmgr --apply writes the account budgets as association GrpTRESMins (the optional backstop)" {
+  run scaleguard budget sacctmgr --policy "$BUD_TMP/policy.ini" --apply
+  assert_success
+  assert_line 'sacctmgr -i modify account where name=sgb-ml set GrpTRESMins=gres/gpu=600'
+  run sacctmgr -n -P show assoc where account=sgb-ml format=User,GrpTRESMins
+  assert_line --regexp '^\|gres/gpu=600$'
+  # Back to no limit: other files' jobs never meet it.
+  for a in sgb-ml sgb-cv sgb-sh sgb-p; do sacctmgr -i modify account where name="$a" set GrpTRESMins=gres/gpu=-1 >/dev/null; done
+  run sacctmgr -n -P show assoc where account=sgb-ml format=User,GrpTRESMins
+  refute_output --partial 'gres/gpu=600'
+}

@@ -9,7 +9,8 @@
 # built in PLUGIN_BUILD_DIR (default WORK_DIR/plugins-build; ctest passes the compile check's,
 # so they are not built twice).
 # Exit 77 (ctest SKIP) when the release's tarball is absent: slurm-release says why.
-# Accounting is off (the release is built without MySQL): accounting.bats skips, and says so.
+# Accounting is off (the release is built without MySQL): accounting.bats and budget.bats skip,
+# and say so.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)

@@ -59,7 +59,7 @@ pc_layout() {
   prefix=$(pc_slurm_prefix)
   host=$(hostname -s)
   # scripts/dev-cluster/up's port for this state directory.
-  port=$((20000 + $(printf %s "$PC_DEV" | cksum | cut -d' ' -f1) % 4000 * 10))
+  port=$((20000 + $(printf %s "$PC_DEV" | cksum | cut -d' ' -f1) % 1200 * 10))
   custom=${1-$(pc_custom_settings)}
   rm -rf "$PC_ROOT"
   mkdir -p "$PC_ROOT/opt/slurm/lib" "$PC_ETC/pcluster" "$PC_ETC/plugstack.conf.d" "$PC_ROOT/shared" "$PC_ROOT/etc/profile.d"

@@ -133,10 +133,25 @@ restart_slurmctld() {
   fi
   slurmctld -f "$SLURM_CONF" || true
   for ((i = 0; i < 100; i++)); do
-    scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
+    scontrol ping 2>/dev/null | grep -q 'is UP' && break
     sleep 0.1
   done
-  tail -n 20 "$SCALEGUARD_DEV_DIR/log/slurmctld.log" >&2
+  if ((i == 100)); then
+    tail -n 20 "$SCALEGUARD_DEV_DIR/log/slurmctld.log" >&2
+    return 1
+  fi
+  wait_nodes_registered
+}
+
+# Waits (bounded, 60 s) until every node has registered with slurmctld: after a restart nodes
+# read "unknown" until their slurmd answers, and a later test file expects them idle.
+wait_nodes_registered() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    [ -z "$(sinfo -h -N -t unknown -o %N 2>/dev/null)" ] && return 0
+    sleep 0.1
+  done
+  echo "nodes still unknown 60 s after slurmctld's start: $(sinfo -h -N -o '%N %T')" >&2
   return 1
 }
 
@@ -151,6 +166,7 @@ parsed_job_id() {
 # Call it in teardown_file after tests that provoke such failures.
 resume_nodes() {
   local n
+  wait_nodes_registered || true
   for n in $(sinfo -h -N -t drain,drng,down -o %N | sort -u); do
     scontrol update nodename="$n" state=resume
   done

@@ -1,0 +1,80 @@
+#!/usr/bin/env bats
+# Issue 25, classes 5, 6, 7 and 9, as the non-root test user on the dev cluster: rules that
+# would stop each other, partition lists, runs of a requeued job, and updates of a job whose
+# record an admin touched or that was judged in shadow mode. Works on a copy of configs/ with
+# an audit file; restores the cluster's policy afterwards.
+
+load helpers
+
+setup_file() {
+  cluster_env
+  resume_nodes
+  export RU_TMP=$(user_dir)
+  cp "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$RU_TMP/"
+  # max_job_gpu_hours cuts (rewrite); the array cap refuses; gpu-spot cuts at 50 GPU-hours.
+  sed -i -e 's/^max_job_gpu_hours *=.*/max_job_gpu_hours = 150 rewrite/' \
+    -e 's/^max_array_gpu_hours *=.*/max_array_gpu_hours = 1000 reject/' \
+    -e "s|^# audit_file = .*|audit_file = $RU_TMP/audit.jsonl|" \
+    -e 's/^\[partition gpu-spot\]/[partition gpu-spot]\nmax_job_gpu_hours = 50 rewrite/' "$RU_TMP/policy.ini"
+  export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
+  cp "$SETTINGS" "$RU_TMP/settings.orig"
+  sed -i "s|^policy=.*|policy=$RU_TMP/policy.ini|" "$SETTINGS"
+  restart_slurmctld
+}
+
+teardown_file() {
+  scancel --quiet --name=sg-ru 2>/dev/null || true
+  cp "$RU_TMP/settings.orig" "$SETTINGS"
+  restart_slurmctld
+  rm -rf "$RU_TMP"
+}
+
+setup() {
+  cluster_env
+  cd "$RU_TMP"
+}
+
+# user_sbatch ARGS...: held submission as the test user (nothing starts).
+user_sbatch() {
+  as_user "$RU_TMP" sbatch -J sg-ru -H "$@"
+}
+
+# policy_mode enforce|shadow: switch the policy and wait until slurmctld judges with it.
+policy_mode() {
+  sed -i "s/^mode = .*/mode = $1/" "$RU_TMP/policy.ini"
+  touch -d '-5 seconds' "$RU_TMP/policy.ini"
+}
+
+@test "class 5: a job cap that cuts does not stop the array cap (1000 x 8 GPUs x 2 days)" {
+  # max_job_gpu_hours cuts each element to 150 GPU-hours; 1000 elements are still 150,000 GPU-
+  # hours > max_array_gpu_hours 1000. Before: decide returned after the cut, the array was accepted.
+  run user_sbatch --array=0-999 -N 1 --gpus-per-node=8 -t 2-00:00:00 --wrap true
+  assert_failure
+  assert_output --partial 'max_job_gpu_hours'
+  assert_output --partial 'max_array_gpu_hours'
+  assert_output --partial 'Access/permission denied'
+  # One element alone is cut to the cap (150 / 8 GPUs = 18:45:00), not refused.
+  run user_sbatch --parsable -N 1 --gpus-per-node=8 -t 2-00:00:00 --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run job_field "$job_id" TimeLimit
+  assert_output 18:45:00
+}
+
+@test "class 6: a partition list carries a later partition's time cut and spot's requeue" {
+  # 1 GPU x 72 h: gpu-od accepts it as it is; gpu-spot cuts it to 50 GPU-hours and must
+  # checkpoint (requeue + USR1). Before: only gpu-od's (no) changes were applied.
+  run user_sbatch --parsable -p gpu-od,gpu-spot --gpus=1 -t 3-00:00:00 --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run job_field "$job_id" TimeLimit
+  assert_output 2-02:00:00
+  run job_field "$job_id" Requeue
+  assert_output 1
+  run job_field "$job_id" Partition
+  assert_output gpu-od,gpu-spot
+}
+
+@test "rules: slurmctld is alive after every shape" {
+  assert_slurmctld_alive
+}

@@ -75,6 +75,68 @@ policy_mode() {
   assert_output gpu-od,gpu-spot
 }
 
+# A job under the cap: 8 GPUs x 13 h = 104 GPU-hours, with the checkpoint signal the policy
+# requires from 100 GPU-hours on; 20 h would be 160 > 150.
+held_job() {
+  run user_sbatch --parsable -N 1 --gpus-per-node=8 --requeue --signal=B:USR1@300 -t 13:00:00 --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+}
+
+@test "class 9: an admin replacing AdminComment keeps the record; the user's update is still judged" {
+  held_job
+  scontrol update jobid="$job_id" AdminComment="ticket 42"
+  run job_comment "$job_id"
+  assert_output --regexp '^ticket 42 \| scaleguard: .*\[sg=sg-[^]]*;t=780(;|\])'
+  # Before: the record was gone and the update was accepted unjudged.
+  run as_user "$RU_TMP" scontrol update jobid="$job_id" TimeLimit=20:00:00
+  assert_failure
+  run job_field "$job_id" TimeLimit
+  assert_output 13:00:00
+  # An admin note with a stray "[sg=" (after the record, or a cut one) does not hide it.
+  scontrol update jobid="$job_id" AdminComment="see [sg=old; and [sg=x;gj=zz]"
+  run as_user "$RU_TMP" scontrol update jobid="$job_id" TimeLimit=20:00:00
+  assert_failure
+  run job_field "$job_id" TimeLimit
+  assert_output 13:00:00
+}
+
+@test "class 9: a trusted user's update refreshes the record" {
+  held_job
+  scontrol update jobid="$job_id" TimeLimit=19:00:00   # root: not judged (152 GPU-hours)
+  run job_comment "$job_id"
+  assert_output --regexp '\[sg=sg-[^]]*;t=1140(;|\])'
+  # The user's next growth update is judged on the 19 h the job now has: 152 > 150.
+  # Before: judged on the stale 13 h record and accepted.
+  run as_user "$RU_TMP" scontrol update jobid="$job_id" NumTasks=2
+  assert_failure
+  run grep -E "update of job $job_id by uid [0-9]+ refused" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+}
+
+@test "class 9: a job judged in shadow mode has its updates judged after the switch to enforce" {
+  policy_mode shadow
+  local i comment
+  for ((i = 0; i < 40; i++)); do   # until slurmctld judges in shadow: the record is bare
+    held_job
+    comment=$(job_comment "$job_id")
+    [[ $comment == "[sg="* ]] && break
+    scancel "$job_id"
+    sleep 0.3
+  done
+  assert_regex "$comment" '^\[sg=sg-[^]]*\]$'
+  policy_mode enforce
+  for ((i = 0; i < 40; i++)); do   # until enforced again: the array of class 5 is refused
+    user_sbatch --array=0-999 -N 1 --gpus-per-node=8 -t 2-00:00:00 --wrap true >/dev/null 2>&1 || break
+    sleep 0.3
+  done
+  # Before: no record, the update was accepted unjudged (8 x 20 h = 160 > 150).
+  run as_user "$RU_TMP" scontrol update jobid="$job_id" TimeLimit=20:00:00
+  assert_failure
+  run job_field "$job_id" TimeLimit
+  assert_output 13:00:00
+}
+
 @test "rules: slurmctld is alive after every shape" {
   assert_slurmctld_alive
 }

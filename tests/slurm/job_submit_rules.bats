@@ -19,12 +19,19 @@ setup_file() {
   export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
   cp "$SETTINGS" "$RU_TMP/settings.orig"
   sed -i "s|^policy=.*|policy=$RU_TMP/policy.ini|" "$SETTINGS"
+  # The SPANK plugin on the nodes reads max_job_runs from its own policy= (plugstack.conf,
+  # read by each slurmstepd): the same copy.
+  sed -i 's/^max_job_runs *=.*/max_job_runs = 2/' "$RU_TMP/policy.ini"
+  export PLUGSTACK=$SCALEGUARD_DEV_DIR/etc/plugstack.conf
+  cp "$PLUGSTACK" "$RU_TMP/plugstack.orig"
+  sed -i "s| policy=[^ ]*| policy=$RU_TMP/policy.ini|" "$PLUGSTACK"
   restart_slurmctld
 }
 
 teardown_file() {
   scancel --quiet --name=sg-ru 2>/dev/null || true
   cp "$RU_TMP/settings.orig" "$SETTINGS"
+  cp "$RU_TMP/plugstack.orig" "$PLUGSTACK"
   restart_slurmctld
   rm -rf "$RU_TMP"
 }
@@ -135,6 +142,44 @@ held_job() {
   assert_failure
   run job_field "$job_id" TimeLimit
   assert_output 13:00:00
+}
+
+# requeue_and_run JOB: the owner requeues the (finished) job; it is started 2 s on instead of
+# after Slurm's requeue delay (cred_expire, 120 s); prints the state it ends in.
+requeue_and_run() {
+  local i
+  as_user "$RU_TMP" scontrol requeue "$1" || return 1
+  for ((i = 0; i < 300; i++)); do
+    [ "$(squeue -h -j "$1" -o %T)" = PENDING ] && scontrol update jobid="$1" StartTime=now+2 2>/dev/null && break
+    sleep 0.2
+  done
+  sleep 1
+  wait_job "$1" 120
+}
+
+@test "class 7: a requeued job runs at most max_job_runs times over its life" {
+  # max_job_runs = 2: the owner requeues a completed job twice; the third run ends FAILED
+  # before its script runs. Before: every requeue ran the script again.
+  rm -f "$RU_TMP/runs.txt"
+  run as_user "$RU_TMP" sbatch --parsable -J sg-ru --requeue --gpus=1 -t 10:00 -o "$RU_TMP/run-%j.out" \
+    --wrap "echo ran >> $RU_TMP/runs.txt"
+  assert_success
+  job_id=$(parsed_job_id)
+  run wait_job "$job_id" 120
+  assert_output COMPLETED
+  run requeue_and_run "$job_id"
+  assert_output COMPLETED
+  run requeue_and_run "$job_id"
+  assert_output FAILED
+  run wc -l < "$RU_TMP/runs.txt"
+  assert_output 2
+  run job_field "$job_id" Restarts
+  assert_output 2
+  run cat "$RU_TMP/run-$job_id.out"   # the user's reason, in the job's own output
+  assert_output --partial "scaleguard: job $job_id: run 3 refused: the policy allows 2 runs of one job (max_job_runs)"
+  run grep -c "job $job_id: run 2 (max_job_runs 2)" "$SCALEGUARD_DEV_DIR"/log/slurmd-gpu-st-p4d-1.log \
+    "$SCALEGUARD_DEV_DIR"/log/slurmd-gpu-st-p4d-2.log
+  assert_output --partial ':1'   # each run is counted in the node's log
 }
 
 @test "rules: slurmctld is alive after every shape" {

@@ -159,39 +159,34 @@ Result<std::string> parse_strategy(const std::string& raw) {
 
 namespace {
 
-// A GRES count the way Slurm reads it (gres.c _is_valid_number): decimal digits with an
-// optional k/m/g/t/p suffix (x1024 each step). kind: 1 = a count, 0 = not a number (Slurm then
-// reads the field as a type), -1 = looks numeric but Slurm would read it differently from us
-// (sign, spaces, overflow): refused rather than guessed.
+// A GRES count the way Slurm reads it (slurm_protocol_defs.c _is_valid_number and suffix_mult,
+// the same in 22.05, 23.11 and 25.11): a decimal digit first, strtoull, then nothing or one of
+// Slurm's suffixes, case-insensitive: k/kib (x1024), kb (x1000), m/mib, mb, g/gib, gb, t/tib,
+// tb, p/pib, pb. kind: 1 = a count, 0 = not a number (Slurm then reads a type, or refuses
+// after '='), -1 = a number Slurm would overflow (wraps in uint64): refused rather than guessed.
 int slurm_count(const std::string& f, long long* out) {
-  if (f.empty()) return 0;
-  const unsigned char c0 = static_cast<unsigned char>(f[0]);
-  if (c0 == '+' || c0 == '-' || std::isspace(c0)) return -1;
-  if (!std::isdigit(c0)) return 0;
+  if (f.empty() || !std::isdigit(static_cast<unsigned char>(f[0]))) return 0;
   size_t i = 0;
   long long v = 0;
   for (; i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])); ++i) {
     if (v > 1000000000LL) return -1;  // far beyond any real count: refuse, never wrap
     v = v * 10 + (f[i] - '0');
   }
-  const std::string suffix = f.substr(i);
-  long long mult = 1;
-  if (suffix.empty()) mult = 1;
-  else if (suffix.size() == 1) {
-    switch (std::tolower(static_cast<unsigned char>(suffix[0]))) {
-      case 'k': mult = 1LL << 10; break;
-      case 'm': mult = 1LL << 20; break;
-      case 'g': mult = 1LL << 30; break;
-      case 't': mult = 1LL << 40; break;
-      case 'p': mult = 1LL << 50; break;
-      default: return 0;  // "1x": Slurm reads a type
-    }
-  } else {
-    return 0;
+  const std::string suffix = text::lower(f.substr(i));
+  static const struct { const char* s; long long mult; } kSuffixes[] = {
+      {"", 1},
+      {"k", 1LL << 10}, {"kib", 1LL << 10}, {"kb", 1000LL},
+      {"m", 1LL << 20}, {"mib", 1LL << 20}, {"mb", 1000000LL},
+      {"g", 1LL << 30}, {"gib", 1LL << 30}, {"gb", 1000000000LL},
+      {"t", 1LL << 40}, {"tib", 1LL << 40}, {"tb", 1000000000000LL},
+      {"p", 1LL << 50}, {"pib", 1LL << 50}, {"pb", 1000000000000000LL}};
+  for (const auto& s : kSuffixes) {
+    if (suffix != s.s) continue;
+    if (v > 0 && s.mult > (1LL << 50) / v) return -1;
+    *out = v * s.mult;
+    return 1;
   }
-  if (v > 0 && mult > (1LL << 40) / v) return -1;
-  *out = v * mult;
-  return 1;
+  return 0;  // "1x": Slurm reads a type (after ':') or refuses (after '=')
 }
 
 long long ceil_div(long long a, long long b) { return b <= 0 ? 0 : (a + b - 1) / b; }
@@ -206,32 +201,39 @@ Result<GpuTres> parse_gpu_tres(const std::string& raw, const SharedGpuGres& shar
   for (auto item : text::split(raw, ',')) {
     if (item.empty()) continue;
     if (item.rfind("gres:", 0) == 0 || item.rfind("gres/", 0) == 0) item = item.substr(5);
-    // NAME | NAME:N | NAME:TYPE | NAME:TYPE:N | NAME=N, for gpu and the shared GPU GRES.
-    const auto name_end = item.find_first_of(":=");
-    const std::string name = item.substr(0, name_end);
+    // Slurm's grammar (slurm_get_next_tres): the count follows the last '=', else the last
+    // ':' (gpu:a100=8 and gpu:a100:8 are 8 GPUs of type a100); after ':' a non-number is the
+    // type with a count of 1 (gpu:a100), after '=' it is an error; the type is what lies
+    // between the name's first ':' and the count; an entry with a count of 0 is dropped.
+    std::string head = item, type;
+    long long count = 1;
+    const auto eq = item.rfind('='), colon = item.rfind(':');
+    const auto sep = eq != std::string::npos ? eq : colon;
+    if (sep != std::string::npos) {
+      const std::string tail = item.substr(sep + 1);
+      if (tail.empty() || tail.size() > 64) return value_error("'" + item + "': empty or overlong count", hint);
+      head = item.substr(0, sep);
+      const int kind = slurm_count(tail, &count);
+      if (kind < 0) return value_error("'" + item + "' has a count Slurm would read differently", hint);
+      if (kind == 0) {
+        if (item[sep] == '=') return value_error("'" + item + "' has a bad GPU count", hint);
+        count = 1;
+        type = tail;
+      }
+    }
+    const auto name_end = head.find(':');
+    const std::string name = head.substr(0, name_end);
     long long per_gpu = 0;  // units of this GRES that make one GPU; 0 = not a GPU
     if (name == "gpu") per_gpu = 1;
     else if (name == "shard") per_gpu = shared.shard_per_gpu;
     else if (name == "mps") per_gpu = shared.mps_per_gpu;
     if (per_gpu <= 0) continue;
-    auto fields = name_end == std::string::npos ? std::vector<std::string>{}
-                                                : text::split(item.substr(name_end + 1), ':');
-    std::string type;
-    long long count = 1;
-    if (fields.size() > 2) return value_error("'" + item + "' has too many ':' fields", hint);
-    for (const auto& f : fields)
-      if (f.empty() || f.size() > 64) return value_error("'" + item + "': empty or overlong field", hint);
-    if (!fields.empty()) {
-      const int kind = slurm_count(fields.back(), &count);
-      if (kind < 0) return value_error("'" + item + "' has a count Slurm would read differently", hint);
-      if (kind == 0) {
-        if (fields.size() == 2) return value_error("'" + item + "' has a bad GPU count", hint);
-        count = 1;
-        type = fields[0];  // gpu:TYPE means one GPU of that type
-      } else if (fields.size() == 2) {
-        type = fields[0];
-      }
+    if (name_end != std::string::npos) {
+      if (!type.empty()) return value_error("'" + item + "' has too many ':' fields", hint);
+      type = head.substr(name_end + 1);
+      if (type.empty() || type.size() > 64) return value_error("'" + item + "': empty or overlong type", hint);
     }
+    if (count == 0) continue;  // Slurm drops it: its type must not stand for a later entry's
     if (count > 100000LL * per_gpu) return value_error("'" + item + "': GPU count out of range", hint);
     if (name == "gpu" && !type.empty()) {
       if (!out.type.empty() && !text::iequals(type, out.type)) out.type += "," + type;  // one_gpu_type judges it

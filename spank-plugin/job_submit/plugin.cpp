@@ -140,7 +140,8 @@ bool can_grow(const job_desc_msg_t& u) {
   return u.min_nodes != NO_VAL || u.max_nodes != NO_VAL || u.num_tasks != NO_VAL ||
          u.ntasks_per_node != NO_VAL16 || u.sockets_per_node != NO_VAL16 || u.time_limit != NO_VAL ||
          u.partition || u.tres_per_job || u.tres_per_node || u.tres_per_task || u.tres_per_socket ||
-         u.shared != NO_VAL16 || u.req_nodes || u.features || u.array_inx || u.requeue == 0;
+         u.shared != NO_VAL16 || u.req_nodes || u.features || u.array_inx || u.requeue == 0 ||
+         (u.ntasks_per_tres != NO_VAL16 && u.ntasks_per_tres != 0);
 }
 
 // The judged request with an update laid over it. Each size may only grow in what is judged
@@ -161,6 +162,12 @@ scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobReq
   if (!u.partition.empty()) r.partition = u.partition;
   r.exclusive = r.exclusive || u.exclusive;
   r.requeue = r.requeue || u.requeue;
+  // A job whose GPUs Slurm derived from --ntasks-per-gpu re-derives them from NumTasks= or
+  // NumNodes= (issue 25, class 1); the derived count only grows here too. Fewer tasks per GPU
+  // means more GPUs: the smallest N counts.
+  if (u.ntasks_per_gpu > 0 && (r.ntasks_per_gpu <= 0 || u.ntasks_per_gpu < r.ntasks_per_gpu))
+    r.ntasks_per_gpu = u.ntasks_per_gpu;
+  sg_slurm::derive_gpus(&r, true);
   return r;
 }
 
@@ -201,6 +208,64 @@ int refresh_record(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, 
                       sg_slurm::annotated_admin_comment(base, sg_slurm::summary_of(existing),
                                                         sg_slurm::encode_record(id, merged(*recorded, change))));
   return SLURM_SUCCESS;
+}
+
+// Het jobs (issue 25, class 4): Slurm applies an update of the leader (JobId=X) to every
+// component, one after another, each through job_modify (update_job_str loops over
+// het_job_list); one of a component (X+K, or its own job id) to that one alone. Each is judged
+// with the GPU-hours of every other component as it will be, read from that component's own
+// record, so the sum is judged from the first component on, before any component changed.
+// False (with *why) when the components cannot all be read: the update then fails closed.
+bool het_others(const job_desc_msg_t& update, job_record_t* job_ptr, const scaleguard::JobRequest& self,
+                const scaleguard::JobRequest& change, const scaleguard::Policy& policy, double* others,
+                std::string* why) {
+  const uint32_t k = static_cast<uint32_t>(self.het_component);
+  const std::string id = update.job_id_str ? std::string(update.job_id_str, strnlen(update.job_id_str, 32))
+                         : sg_shim::job_id(update) != NO_VAL ? std::to_string(sg_shim::job_id(update))
+                                                             : "";
+  size_t digits = id.find_first_not_of("0123456789");
+  if (digits == std::string::npos) digits = id.size();
+  uint32_t named = 0, leader = 0;
+  bool all = false;  // the leader named: every component changes
+  if (digits == 0 || digits > 9 || (digits < id.size() && id[digits] != '+')) {
+    *why = "het job component named as '" + sg_slurm::one_line(id, 32) + "'";
+    return false;
+  }
+  named = static_cast<uint32_t>(std::stoul(id.substr(0, digits)));
+  if (!find_het_job_record) {
+    *why = "this slurmctld does not export find_het_job_record";
+    return false;
+  }
+  // X names the leader when X's component 0 is a job of its own and X's component k is this one
+  // (a component's own id finds itself at offset k, but no component 0).
+  job_record_t* first = digits == id.size() ? find_het_job_record(named, 0) : nullptr;
+  if (digits < id.size()) leader = named;                                    // X+K: that one
+  else if (first && (k == 0 || first != job_ptr) && find_het_job_record(named, k) == job_ptr)
+    leader = named, all = true;                                              // the leader: all
+  else if (named > k) leader = named - k;                                    // a component's own id
+  if (!leader || find_het_job_record(leader, k) != job_ptr) {
+    *why = "the components of het job " + sg_slurm::one_line(id, 32) + " cannot be found";
+    return false;
+  }
+  *others = 0;
+  for (uint32_t i = 0; i < 128; ++i) {  // Slurm's MAX_HET_JOB_COMPONENTS
+    if (i == k) continue;
+    job_record_t* component = find_het_job_record(leader, i);
+    if (!component) break;   // offsets are contiguous
+    char** slot = sg_shim::admin_comment_slot(component);
+    bool ungoverned = false;
+    auto recorded = slot ? sg_slurm::decode_record(admin_text(*slot), &ungoverned) : std::nullopt;
+    if (!recorded) {
+      *why = "component " + std::to_string(i) + " of het job " + std::to_string(leader) + " has no scaleguard record";
+      return false;
+    }
+    if (ungoverned) continue;
+    auto request = all ? merged(*recorded, change) : *recorded;
+    request.het_component = -1, request.het_prior_gpu_hours = 0;
+    const auto d = scaleguard::decide(request, policy);
+    *others += std::max(d.granted_gpu_hours, d.envelope.gpu_hours());
+  }
+  return true;
 }
 
 // err_msg: where the user's reason goes (nullptr on 22.05, whose job_modify has none; the
@@ -260,6 +325,12 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
                                 change.partition + " needs a new submission there"));
   }
   auto request = merged(*judged, change);
+  if (judged->het_component >= 0) {
+    std::string why;
+    if (!het_others(*update, job_ptr, *judged, change, *policy, &request.het_prior_gpu_hours, &why))
+      return refuse(input_refusal("scaleguard: update of job " + job + " refused: " + why +
+                                  "; an administrator must make this change"));
+  }
   const bool requeue_off = update->requeue == 0;  // scontrol update Requeue=0
   if (requeue_off) request.requeue = false;
   request.user = "uid " + std::to_string(uid);

@@ -71,6 +71,7 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
   num("gj", j.gpus_total), num("gn", j.gpus_per_node), num("gt", j.gpus_per_task), num("gs", j.gpus_per_socket);
   if (!j.gpu_type.empty()) add("ty", j.gpu_type.substr(0, 64));
   num("n0", j.nodes_min), num("n1", j.nodes_max), num("nt", j.ntasks), num("tpn", j.ntasks_per_node);
+  num("tpg", j.ntasks_per_gpu), num("h", j.het_component + 1);
   num("spn", j.sockets_per_node), num("nl", j.nodes_listed), num("x", j.exclusive), num("a", j.array_tasks);
   num("t", j.time_limit_min);
   num("rq", j.requeue), num("sig", j.checkpoint_signal_s);
@@ -153,6 +154,8 @@ std::optional<scaleguard::JobRequest> decode_at(const std::string& text, size_t 
     else if (k == "nt") ok = to_int(v, &j.ntasks);
     else if (k == "tpn") ok = to_int(v, &j.ntasks_per_node);
     else if (k == "spn") ok = to_int(v, &j.sockets_per_node);
+    else if (k == "tpg") ok = to_int(v, &j.ntasks_per_gpu);
+    else if (k == "h") ok = to_int(v, &n) && n > 0, j.het_component = n - 1;  // offset + 1
     else if (k == "nl") ok = to_int(v, &j.nodes_listed);
     else if (k == "x") ok = to_int(v, &n), j.exclusive = n != 0;
     else if (k == "a") ok = to_int(v, &j.array_tasks);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <csignal>
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 #include "scaleguard/envelope.h"
@@ -17,6 +18,7 @@ using scaleguard::JobRequest;
 constexpr size_t kMaxModel = 256;
 constexpr size_t kMaxPath = 1024;
 constexpr int kMaxIntervalMin = 365 * 24 * 60;  // the SPANK side accepts the same range
+constexpr int kOpenNodes = 1000000;  // an open node range: the envelope clamps it to the partition
 
 // --- GPU request ---------------------------------------------------------------------------
 
@@ -37,7 +39,9 @@ bool read_gpu_field(const char* text, const char* option, const scaleguard::Shar
     return false;
   }
   *count = gpus->count;
-  if (type->empty()) *type = gpus->type;
+  // Every field's types count (one_gpu_type judges a mix); one with no GPUs names none.
+  if (gpus->count > 0 && !gpus->type.empty() && *type != gpus->type)
+    *type = type->empty() ? gpus->type : *type + "," + gpus->type;
   return true;
 }
 
@@ -61,6 +65,18 @@ bool read_count(const char* text, bool hostlist, int* out, RequestError* error) 
   }
   *out = n.value();
   return true;
+}
+
+// Whether a TRES field asks for gpu with a count above 0 (shard and mps do not count): only
+// then does Slurm not derive GPUs from --ntasks-per-gpu (gres_job_state_validate's
+// requested_gpu; a gpu:0 entry is dropped before it is looked at).
+bool gpu_named(const job_desc_msg_t& job) {
+  for (const char* f : {job.tres_per_job, job.tres_per_node, job.tres_per_task, job.tres_per_socket}) {
+    if (!f) continue;
+    auto gpus = scaleguard::parse_gpu_tres(std::string(f, strnlen(f, kMaxValue)));
+    if (!gpus || gpus->count > 0) return true;  // unreadable ones were refused already
+  }
+  return false;
 }
 
 // --- intent --------------------------------------------------------------------------------
@@ -208,6 +224,16 @@ bool read_intent(const job_desc_msg_t& job, const scaleguard::Policy& policy, Jo
 
 }  // namespace
 
+void derive_gpus(JobRequest* r, bool update) {
+  if (r->ntasks_per_gpu <= 0) return;
+  // Submission (_figure_out_num_tasks, gres_job_state_validate): without -n Slurm sets
+  // ntasks = min nodes (1, or the -w host count) x N, so GPUs = nodes; with -n, ntasks / N.
+  // An update that sets NumNodes=A (A-A) re-derives ntasks = A x N: judged as the larger of both.
+  const int nodes = std::max({1, r->nodes_min, r->nodes_listed});
+  const int derived = r->ntasks > 0 ? r->ntasks / r->ntasks_per_gpu : nodes;
+  r->gpus_total = std::max({r->gpus_total, derived, update ? nodes : 0});
+}
+
 bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
                   const scaleguard::Policy& policy, JobRequest* out, RequestError* error) {
   JobRequest r;
@@ -218,9 +244,12 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
       !read_gpu_field(job.tres_per_socket, "--gpus-per-socket", shared, &r.gpus_per_socket, &r.gpu_type, error))
     return false;
   r.nodes_min = from_u32(job.min_nodes);
-  r.nodes_max = from_u32(job.max_nodes);
+  // An open range (-N 1-, scontrol update NumNodes=1-) sends max_nodes = INFINITE: as many
+  // nodes as the partition allows (the envelope clamps this to the partition's max_nodes).
+  r.nodes_max = job.max_nodes == INFINITE ? kOpenNodes : from_u32(job.max_nodes);
   r.ntasks = from_u32(job.num_tasks);
   r.ntasks_per_node = from_u16(job.ntasks_per_node);
+  r.ntasks_per_gpu = from_u16(job.ntasks_per_tres);
   r.sockets_per_node = from_u16(job.sockets_per_node);
   r.exclusive = job.shared == JOB_SHARED_NONE;  // --exclusive (=user and =mcs still share GPUs)
   r.het_component = job.het_job_offset == NO_VAL ? -1 : static_cast<int>(job.het_job_offset);
@@ -236,6 +265,9 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
   if (job.partition) r.partition = one_line(job.partition, 256);
   r.user = "uid " + std::to_string(sg_shim::user_id(job, submit_uid));
   if (!read_intent(job, policy, &r, error)) return false;
+  // --ntasks-per-gpu without a GPU request: slurmctld creates gres/gpu:ntasks/N after us.
+  if (r.ntasks_per_gpu > 0 && gpu_named(job)) r.ntasks_per_gpu = 0;  // then it derives no GPUs
+  derive_gpus(&r, false);
   *out = std::move(r);
   return true;
 }

@@ -26,4 +26,10 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
                   const scaleguard::Policy& policy, scaleguard::JobRequest* out,
                   RequestError* error);
 
+// GPUs Slurm derives after job_submit from --ntasks-per-gpu (ntasks_per_tres) when no TRES
+// field asks for a GPU: r->ntasks_per_gpu is kept only then, and r->gpus_total becomes what
+// slurmctld will create (gres/gpu:ntasks/N). `update`: the request is a record with an update
+// laid over it, judged for every way the update can re-derive the count.
+void derive_gpus(scaleguard::JobRequest* r, bool update);
+
 }  // namespace sg_slurm

@@ -22,6 +22,9 @@ void slurm_info(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void slurm_error(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void slurm_debug(const char* format, ...) __attribute__((format(printf, 1, 2)));
 extern slurm_conf_t slurm_conf;   // slurm_conf.slurm_conf: path of slurm.conf
+// slurmctld's lookup of a het job's component (job_mgr.c; exported by slurmctld 22.05-25.11
+// with this prototype). Weak: where it is missing it is null and het updates fail closed.
+job_record_t* find_het_job_record(uint32_t job_id, uint32_t het_job_offset) __attribute__((weak));
 }
 
 namespace sg_slurm {

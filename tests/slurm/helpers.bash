@@ -94,7 +94,7 @@ assert_slurmctld_alive() {
 # cluster's own (scripts/dev-cluster puts a SCALEGUARD_SLURM_PREFIX first).
 slurm_at_least() {
   local have want
-  have=$(scontrol --version | sed -n 's/^slurm \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  have=$(scontrol --version | sed -n 's/^slurm[-a-z]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
   [ -n "$have" ] || fail "cannot read the Slurm release from: $(scontrol --version)"
   want=${1/./ }
   # shellcheck disable=SC2086

@@ -98,17 +98,25 @@ def parse_records(text):
     return records
 
 
+SUFFIXES = {"": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024 ** 2, "mib": 1024 ** 2,
+            "mb": 1000 ** 2, "g": 1024 ** 3, "gib": 1024 ** 3, "gb": 1000 ** 3,
+            "t": 1024 ** 4, "tib": 1024 ** 4, "tb": 1000 ** 4, "p": 1024 ** 5,
+            "pib": 1024 ** 5, "pb": 1000 ** 5}
+
+
 def parse_count(text):
-    """Slurm count with optional k/m/g/t suffix (1024 based, as Slurm's own)."""
-    m = re.fullmatch(r"(\d+)([kKmMgGtT]?)", text)
-    if not m:
+    """Slurm count with an optional suffix, as Slurm's suffix_mult reads it (k/kib = 1024,
+    kb = 1000, ... up to p/pib/pb, any case)."""
+    m = re.fullmatch(r"(\d+)([A-Za-z]*)", text)
+    if not m or m.group(2).lower() not in SUFFIXES:
         raise ValueError(text)
-    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " ")
+    return int(m.group(1)) * SUFFIXES[m.group(2).lower()]
 
 
 def gpu_count(tres):
-    """GPUs in a TresPer* value ('gres:gpu:a100:8', 'gres/gpu:2', 'gres:gpu', comma lists).
-    None when the field names no GPU."""
+    """GPUs in a TresPer* value ('gres:gpu:a100:8', 'gres/gpu:2', 'gres:gpu', 'gpu:a100=8',
+    comma lists), read as slurm_get_next_tres does: the count follows the last '=', else the
+    last ':'; a non-number after ':' is a type (count 1). None when the field names no GPU."""
     if not tres or tres == "(null)":
         return None
     total = None
@@ -117,17 +125,25 @@ def gpu_count(tres):
         for prefix in ("gres:", "gres/"):
             if e.startswith(prefix):
                 e = e[len(prefix):]
-        parts = e.split(":")
-        if parts[0] != "gpu":
-            continue
-        count = 1
-        if len(parts) >= 2:
+        sep = e.rfind("=") if "=" in e else e.rfind(":")
+        head, count = e, 1
+        if sep >= 0:
+            head = e[:sep]
             try:
-                count = parse_count(parts[-1])
+                count = parse_count(e[sep + 1:])
             except ValueError:
                 count = 1  # 'gpu:a100' names a type, count 1
+        if head.split(":")[0] != "gpu":
+            continue
         total = (total or 0) + count
     return total
+
+
+def tres_gpus(rec):
+    """GPUs in the job's TRES= (what slurmctld counted for the request, derived GPUs included:
+    --ntasks-per-gpu without a GPU request shows only there)."""
+    m = re.search(r"(?:^|,)gres/gpu=(\d+)", rec.get("TRES", "") or "")
+    return int(m.group(1)) if m else None
 
 
 def hostlist_len(spec):
@@ -234,8 +250,10 @@ def component_envelope(rec, cluster):
     node_cpus = max(cluster.nodes[n]["cpus"] for n in pnodes)
     node_cores_per_socket = min(cluster.nodes[n]["cores_per_socket"] for n in pnodes)
 
-    lo, _, hi = rec.get("NumNodes", "1").partition("-")
-    if hi:
+    lo, dash, hi = rec.get("NumNodes", "1").partition("-")
+    if dash and not hi:  # an open range (NumNodes=1-): as many as the partitions have
+        max_nodes = pmax
+    elif hi:
         max_nodes = int(hi)
     elif rec.get("JobState") != "PENDING":
         max_nodes = int(lo)
@@ -259,6 +277,15 @@ def component_envelope(rec, cluster):
     n = gpu_count(rec.get("TresPerJob"))
     if n is not None:
         total.append(n)
+    n = tres_gpus(rec)
+    if n is not None:  # Slurm's own count (with accounting of gres/gpu): derived GPUs too
+        total.append(n)
+    tpg = rec.get("NtasksPerTRES", "0")
+    if tpg.isdigit() and int(tpg) > 0 and not any(
+            gpu_count(rec.get(k)) for k in ("TresPerJob", "TresPerNode", "TresPerTask", "TresPerSocket")):
+        # --ntasks-per-gpu without a GPU request: slurmctld creates gres/gpu:NumTasks/N
+        # (gres_job_state_validate); pending, it shows only as NtasksPerTRES and NumTasks.
+        total.append(int(rec.get("NumTasks", "1") or 1) // int(tpg))
     exclusive = rec.get("OverSubscribe") == "NO"
     tpn = rec.get("NtasksPerN:B:S:C", "0").split(":")[0]
     tpn = int(tpn) if tpn.isdigit() else 0
@@ -348,7 +375,8 @@ def rand_gpu_opts(rng, feats):
     """0-2 GPU request options."""
     opts = []
     for _ in range(rng.choice([0, 1, 1, 1, 1, 1, 2])):
-        kind = rng.choice(["gpus", "gpus", "gpn", "gres", "gres", "gpt", "gps", "suffix"])
+        kind = rng.choice(["gpus", "gpus", "gpn", "gres", "gres", "gpt", "gps", "suffix",
+                           "equals", "zero"])
         n = rng.choice([1, 1, 2, 4, 8, 8, 16])
         if kind == "gpus":
             opts.append(f"--gpus={rng.choice(['', 'a100:'])}{n}")
@@ -370,8 +398,16 @@ def rand_gpu_opts(rng, feats):
             opts.append(rng.choice(["--gres=gpu:1k", "--gres=gpu:a100:1k", "--gpus=1k",
                                     "--gpus-per-node=1k", "--gres=gpu:0", "--gres=gpu:1,gpu:1",
                                     "--gres=gpu:a100:4,gpu:a100:4", "--gpus=a100:1,a100:1",
-                                    "--gpus-per-task=1k"]))
+                                    "--gpus-per-task=1k", "--gres=gpu:1kb", "--gres=gpu:1KiB",
+                                    "--gpus=2mb", "--gpus-per-node=1kib", "--gres=gpu:a100:1Kb"]))
             feats.add("suffix")
+        elif kind == "equals":  # Slurm reads the count after the last '=' (issue 25, class 3)
+            opts.append(rng.choice([f"--gres=gpu:a100={min(n, 8)}", f"--gres=gpu={min(n, 8)}",
+                                    f"--gpus=a100={n}", f"--gpus-per-node=a100={min(n, 8)}"]))
+            feats.add("equals")
+        elif kind == "zero":  # a zero-count typed entry before a real one
+            opts += ["--gpus=a100:0", f"--gpus-per-node={rng.choice(['a100:', 'v100:', ''])}{min(n, 8)}"]
+            feats.add("zero-typed")
     return opts
 
 
@@ -396,10 +432,10 @@ def rand_component(rng, feats, allow_intent=True):
     if r < 0.12:  # CPUs per task spread tasks over nodes
         o.append(f"-c{rng.choice([2, 4, 8])}")
         feats.add("tasks")
-    elif r < 0.17:
-        o.append(f"--ntasks-per-gpu={rng.choice([1, 2])}")
-        feats.add("tasks")
-    elif r < 0.22:
+    elif r < 0.24:  # without a GPU option Slurm derives GPUs from it (issue 25, class 1)
+        o.append(f"--ntasks-per-gpu={rng.choice([1, 2, 4])}")
+        feats.add("ntasks-per-gpu")
+    elif r < 0.28:
         o.append(f"--cpus-per-gpu={rng.choice([1, 4])}")
     o += rand_gpu_opts(rng, feats)
     r = rng.random()
@@ -437,15 +473,16 @@ def rand_component(rng, feats, allow_intent=True):
 
 
 UPDATES = [
-    ("NumNodes", lambda rng: rng.choice(["2", "1-2", "1-4", "2-8", "4"])),
+    ("NumNodes", lambda rng: rng.choice(["2", "1-2", "1-4", "2-8", "4", "1-", "2-"])),
     ("MinNodes", lambda rng: rng.choice(["1", "2"])),
     ("TimeLimit", lambda rng: rng.choice(["UNLIMITED", "2-00:00:00", "10:00:00", "60", "30",
                                           "+600", "+10-00:00:00", "0"])),
-    ("Gres", lambda rng: rng.choice(["gpu:8", "gpu:a100:8", "gpu:4", "gpu:1k"])),
+    ("Gres", lambda rng: rng.choice(["gpu:8", "gpu:a100:8", "gpu:4", "gpu:1k", "gpu:a100=8",
+                                     "gpu:1kb"])),
     ("TresPerNode", lambda rng: rng.choice(["gres:gpu:8", "gres/gpu:8", "gres:gpu:2"])),
     ("TresPerJob", lambda rng: rng.choice(["gres:gpu:16", "gres/gpu:16", "gres:gpu:4"])),
     ("TresPerTask", lambda rng: rng.choice(["gres:gpu:8", "gres/gpu:4"])),
-    ("NumTasks", lambda rng: rng.choice(["16", "2"])),
+    ("NumTasks", lambda rng: rng.choice(["16", "2", "8", "4"])),
     ("Partition", lambda rng: rng.choice(["gpu-spot", "gpu-od", "gpu-spot,gpu-od"])),
     ("OverSubscribe", lambda rng: rng.choice(["no", "NO", "user", "yes"])),
     ("ReqNodeList", lambda rng: rng.choice(["gpu-st-p4d-[1-2]", "gpu-st-p4d-2"])),
@@ -516,6 +553,9 @@ class Shape:
         if rng.random() < 0.35:
             fields = [f"{key}={val(rng)}" for key, val in rng.sample(UPDATES, rng.choice([1, 1, 2, 3]))]
             self.updates = [fields] if rng.random() < 0.3 else [[f] for f in fields]
+        if "sbatch-het" in self.feats and rng.random() < 0.5:
+            # A het leader's TimeLimit applies to every component (issue 25, class 4).
+            self.updates.append([f"TimeLimit={rng.choice(['10:00:00', '20:00:00', '+600', '2-00:00:00'])}"])
         # Which job the updates name: the job id, an array element or het component (split
         # off / addressed alone), or every job of the name.
         self.target = rng.choice(["id", "id", "id", "part", "name"])
@@ -567,8 +607,8 @@ def primary_class(shape, kind):
     if kind != "submit":
         return kind
     for f in ("sbatch-het", "sbatch-array", "unlimited", "no-time", "intent", "exclusive", "node-range",
-              "tasks", "sockets", "suffix", "partition-list", "nodelist", "salloc",
-              "srun"):
+              "ntasks-per-gpu", "equals", "zero-typed", "tasks", "sockets", "suffix",
+              "partition-list", "nodelist", "salloc", "srun"):
         if f in shape.feats:
             return f
     return "other"

@@ -141,10 +141,11 @@ update_open_nodes() {
     run slurm_gpus "$job_id"
     assert_output 8
   fi
-  # 1kb is 1,000 GPUs, 1kib 1,024 (before: one GPU of type '1kb').
-  run user_sbatch --gres=gpu:1kb -t 1:00:00 --wrap true
+  # 1kb is 1,000 GPUs, 1KiB 1,024: all 16 GPUs of the partition x 10 h = 160 (before: one GPU
+  # of type '1kb', accepted by the plugin and handed to Slurm).
+  run user_sbatch --gpus=1kb -t 10:00:00 --wrap true
   capped
-  run user_sbatch --gpus=2KiB -t 1:00:00 --wrap true
+  run user_sbatch -N 2 --gpus-per-node=1KiB -t 10:00:00 --wrap true
   capped
 }
 

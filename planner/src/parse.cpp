@@ -165,7 +165,10 @@ namespace {
 // tb, p/pib, pb. kind: 1 = a count, 0 = not a number (Slurm then reads a type, or refuses
 // after '='), -1 = a number Slurm would overflow (wraps in uint64): refused rather than guessed.
 int slurm_count(const std::string& f, long long* out) {
-  if (f.empty() || !std::isdigit(static_cast<unsigned char>(f[0]))) return 0;
+  if (f.empty()) return 0;
+  const unsigned char c0 = static_cast<unsigned char>(f[0]);
+  if (c0 == '+' || c0 == '-' || std::isspace(c0)) return -1;  // Slurm: a type named "+8": refused
+  if (!std::isdigit(c0)) return 0;
   size_t i = 0;
   long long v = 0;
   for (; i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])); ++i) {
@@ -209,6 +212,8 @@ Result<GpuTres> parse_gpu_tres(const std::string& raw, const SharedGpuGres& shar
     long long count = 1;
     const auto eq = item.rfind('='), colon = item.rfind(':');
     const auto sep = eq != std::string::npos ? eq : colon;
+    const std::string gres_name = item.substr(0, item.find_first_of(":="));
+    if (gres_name != "gpu" && gres_name != "shard" && gres_name != "mps") continue;  // cpu=4, mem=10G, ...
     if (sep != std::string::npos) {
       const std::string tail = item.substr(sep + 1);
       if (tail.empty() || tail.size() > 64) return value_error("'" + item + "': empty or overlong count", hint);
@@ -232,6 +237,7 @@ Result<GpuTres> parse_gpu_tres(const std::string& raw, const SharedGpuGres& shar
       if (!type.empty()) return value_error("'" + item + "' has too many ':' fields", hint);
       type = head.substr(name_end + 1);
       if (type.empty() || type.size() > 64) return value_error("'" + item + "': empty or overlong type", hint);
+      if (type.find(':') != std::string::npos) return value_error("'" + item + "' has too many ':' fields", hint);
     }
     if (count == 0) continue;  // Slurm drops it: its type must not stand for a later entry's
     if (count > 100000LL * per_gpu) return value_error("'" + item + "': GPU count out of range", hint);

@@ -34,7 +34,6 @@ struct JobRequest {
   int nodes_listed = 0;      // -w/--nodelist: nodes named (Slurm allocates at least these)
   int ntasks_per_node = 0;   // --ntasks-per-node
   int sockets_per_node = 0;  // --sockets-per-node
-  int ntasks_per_gpu = 0;    // --ntasks-per-gpu without a GPU request: Slurm derives the GPUs (job_submit)
   bool exclusive = false;    // --exclusive: whole nodes, every GPU of each node
   int array_tasks = 0;       // --array: number of elements (0 = not an array)
   int het_component = -1;    // het job: this component's offset (-1 = not a het job)
@@ -57,6 +56,8 @@ struct JobRequest {
   // instance type, fingerprint and age (policy probe_max_age).
   std::vector<Measurement> measurements;
   long long now = 0;             // unix seconds for probe_max_age; 0 = records are not aged
+  // Last, so that positional initializers keep their meaning.
+  int ntasks_per_gpu = 0;        // --ntasks-per-gpu without a GPU request: Slurm derives the GPUs (job_submit)
   bool has_intent() const { return !model.empty() || tokens > 0 || single_gpu_hours > 0; }
 };
 

@@ -218,6 +218,13 @@ Decision judge_probe(const JobRequest& job, const Policy& policy, const Partitio
   return d;
 }
 
+// Whether a fired cap cuts the job (its action is rewrite), as opposed to refusing or warning.
+bool rule_cuts(const Judge& j, RuleId id) {
+  for (const auto& r : j.d.rules)
+    if (r.id == to_string(id)) return r.action == Action::rewrite;
+  return false;
+}
+
 // Judges the job in one governed partition.
 Decision decide_in(const JobRequest& job, const Policy& policy, const Partition* part) {
   Judge j(job, policy, *part);
@@ -256,45 +263,64 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
   const std::string how = env.how.empty() ? "" : " (judged as " + env.how + ")";
 
   // The caps judge the envelope after every rewrite; a plan's prediction may only tighten.
-  // Returns the GPU-hours granted (one job, one array element).
+  // Every cap sees what the others cut (issue 25, class 5): max_job_gpu_hours and
+  // max_array_gpu_hours are checked in turn on the job as it is after the earlier cuts, and a
+  // job that no cut brings under both is refused. Returns the GPU-hours granted (one job, one
+  // array element).
   std::optional<int> new_gpus, new_nodes, new_time;
   auto check_caps = [&](double predicted_gpu_hours) {
     const int final_gpus = new_gpus ? (job.exclusive || part->exclusive ? new_nodes.value_or(1) * gpn : *new_gpus) : gpus;
-    const int final_min = new_time.value_or(limit);
-    const double one = std::max(static_cast<double>(final_gpus) * final_min / 60.0, predicted_gpu_hours);
-    const double cap = j.threshold(RuleId::max_job_gpu_hours);
-    const double with_het = one + job.het_prior_gpu_hours;
-    if (j.on(RuleId::max_job_gpu_hours) && with_het > cap) {
-      const double budget = cap - job.het_prior_gpu_hours;
+    auto one_at = [&](int minutes) {
+      return std::max(static_cast<double>(final_gpus) * minutes / 60.0, predicted_gpu_hours);
+    };
+    const double jcap = j.on(RuleId::max_job_gpu_hours) ? j.threshold(RuleId::max_job_gpu_hours) : 0;
+    const int elements = j.on(RuleId::max_array_gpu_hours) ? std::max(1, job.array_tasks) : 1;
+    const double acap = elements > 1 ? j.threshold(RuleId::max_array_gpu_hours) : 0;
+    double one = one_at(new_time.value_or(limit));
+    if (jcap > 0 && one + job.het_prior_gpu_hours > jcap) {
+      const double budget = jcap - job.het_prior_gpu_hours;
       const int capped = budget > 0 ? std::max(1, static_cast<int>(budget / final_gpus * 60)) : 0;
-      std::string detail = final_gpus == gpus && final_min == limit
+      std::string detail = final_gpus == gpus && new_time.value_or(limit) == limit
                                ? text::format("%d GPUs x %s h = %s GPU-hours", gpus, text::num(hours).c_str(),
                                               text::num(gpus * hours, 0).c_str()) + how
                                : text::num(one, 0) + " GPU-hours";
       if (job.het_component > 0)
         detail += " + " + text::num(job.het_prior_gpu_hours, 0) + " GPU-hours of het job components 0-" +
                   std::to_string(job.het_component - 1);
-      if (j.fire(RuleId::max_job_gpu_hours, detail + " > " + text::num(cap) + " allowed for one job") && capped > 0)
+      if (j.fire(RuleId::max_job_gpu_hours, detail + " > " + text::num(jcap) + " allowed for one job") && capped > 0)
         new_time = capped;
       else if (capped <= 0)
         j.max_action = Action::reject;  // nothing left to give this component
       if (capped > 0) j.ask(std::nullopt, capped);
-      return std::min(one, std::max(0.0, budget));
+      one = one_at(new_time.value_or(limit));
     }
-    if (j.on(RuleId::max_array_gpu_hours) && job.array_tasks > 1) {
-      const double all = one * job.array_tasks, acap = j.threshold(RuleId::max_array_gpu_hours);
-      if (all > acap) {
-        const int capped = std::max(1, static_cast<int>(acap / job.array_tasks / final_gpus * 60));
-        if (j.fire(RuleId::max_array_gpu_hours,
-                   text::format("%d array elements x %s GPU-hours = %s GPU-hours > %s allowed for one array",
-                                job.array_tasks, text::num(one, 1).c_str(), text::num(all, 0).c_str(),
-                                text::num(acap).c_str()) + how))
-          new_time = capped;
-        j.ask(std::nullopt, capped);
-        return std::min(one, acap / job.array_tasks);
-      }
+    if (acap > 0 && one * elements > acap) {
+      const int capped = std::max(1, static_cast<int>(acap / elements / final_gpus * 60));
+      if (j.fire(RuleId::max_array_gpu_hours,
+                 text::format("%d array elements x %s GPU-hours = %s GPU-hours > %s allowed for one array", elements,
+                              text::num(one, 1).c_str(), text::num(one * elements, 0).c_str(), text::num(acap).c_str()) +
+                     how))
+        new_time = std::min(capped, new_time.value_or(capped));
+      j.ask(std::nullopt, capped);
+      one = one_at(new_time.value_or(limit));
     }
-    return one;
+    // A cap that cuts must be met by what all the cuts leave (the one-minute floor can keep a
+    // large array above its cap): otherwise no rewrite satisfies every cap and the job is
+    // refused. A cap whose action is warn only warns.
+    const double held = static_cast<double>(final_gpus) * new_time.value_or(limit) / 60.0;
+    auto cuts = [&](RuleId id) { return rule_cuts(j, id); };
+    std::string unmet;
+    if (jcap > 0 && cuts(RuleId::max_job_gpu_hours) && held + job.het_prior_gpu_hours > jcap * (1 + 1e-9))
+      unmet = "max_job_gpu_hours " + text::num(jcap);
+    else if (acap > 0 && cuts(RuleId::max_array_gpu_hours) && held * elements > acap * (1 + 1e-9))
+      unmet = "max_array_gpu_hours " + text::num(acap) + " over " + std::to_string(elements) + " elements";
+    if (!unmet.empty()) {
+      d.rules.push_back(RuleHit{"caps", Action::reject,
+                                text::num(held, 1) + " GPU-hours per job after every cut still exceed " + unmet +
+                                    ": no rewrite satisfies every cap"});
+      j.max_action = Action::reject;
+    }
+    return jcap > 0 ? std::min(one, std::max(0.0, jcap - job.het_prior_gpu_hours)) : one;
   };
   const bool spot = part->capacity == Capacity::spot;
 
@@ -666,6 +692,73 @@ Decision not_governed(const std::string& names) {
   return d;
 }
 
+// Another partition's decision laid over `into` (issue 25, class 6): Slurm may start the job in
+// any partition kept, so the job carries the strictest of every partition's changes -- the
+// shortest time cut and time/node bounds, requeue and the longest checkpoint signal -- and
+// every rule that fired, so whichever partition Slurm picks, its rules hold.
+void merge_partition(Decision& into, const Decision& d, const std::string& name) {
+  auto tighter = [](std::optional<int>& a, const std::optional<int>& b) {
+    if (b && (!a || *b < *a)) a = b;
+  };
+  tighter(into.bound_time_min, d.bound_time_min);
+  tighter(into.bound_max_nodes, d.bound_max_nodes);
+  if (d.action == Action::rewrite) {
+    tighter(into.rewrite.time_limit_min, d.rewrite.time_limit_min);
+    into.rewrite.requeue = into.rewrite.requeue || d.rewrite.requeue;
+    into.rewrite.signal_before_s = std::max(into.rewrite.signal_before_s, d.rewrite.signal_before_s);
+  }
+  // A job without a time limit was judged at each partition's default: a time cut written by
+  // one partition must not exceed the shortest of those (another partition judged less).
+  if (into.rewrite.time_limit_min && into.bound_time_min && *into.bound_time_min < *into.rewrite.time_limit_min)
+    into.rewrite.time_limit_min = into.bound_time_min;
+  if (severity(d.action) > severity(into.action)) into.action = d.action;
+  if (d.action != Action::accept) {
+    into.rules.insert(into.rules.end(), d.rules.begin(), d.rules.end());
+    into.message += " In " + name + ": " + d.message;
+  }
+  into.granted_gpu_hours = std::max(into.granted_gpu_hours, d.granted_gpu_hours);
+  into.shadow = into.shadow && d.shadow;
+}
+
+// A rewrite that moves the job into another partition (multi_node_fabric's twin) is judged
+// there too, on the job as rewritten (class 5: every rule sees the others' rewrites): refused
+// there, refused; its own cuts and checkpointing are merged; a further change of GPUs, nodes or
+// partition means no rewrite satisfies both, and the job is refused.
+Decision decide_in(const JobRequest& job, const Policy& policy, const Partition* part);
+Decision with_twin(const JobRequest& job, const Policy& policy, Decision d) {
+  if (d.action != Action::rewrite || !d.rewrite.partition) return d;
+  const Partition* twin = policy.find_partition(*d.rewrite.partition);
+  if (!twin) return d;
+  JobRequest moved = job;
+  moved.partition = twin->name;
+  const auto& rw = d.rewrite;
+  if (rw.gpus_total) moved.gpus_total = *rw.gpus_total, moved.gpus_per_node = moved.gpus_per_task = moved.gpus_per_socket = 0;
+  if (rw.gpus_per_node) moved.gpus_per_node = *rw.gpus_per_node, moved.gpus_total = moved.gpus_per_task = moved.gpus_per_socket = 0;
+  if (rw.nodes) moved.nodes_min = moved.nodes_max = *rw.nodes;
+  if (rw.time_limit_min) moved.time_limit_min = *rw.time_limit_min;
+  Decision t = decide_in(moved, policy, twin);
+  const bool reshaped = t.action == Action::rewrite && (t.rewrite.gpus_total || t.rewrite.gpus_per_node ||
+                                                        t.rewrite.nodes || t.rewrite.partition);
+  if (t.action == Action::reject || reshaped) {
+    Decision r = d;
+    r.action = Action::reject;
+    r.rewrite = Rewrite{};
+    r.rules.insert(r.rules.end(), t.rules.begin(), t.rules.end());
+    r.message = "scaleguard: the job would be moved to partition " + twin->name + ", where it is " +
+                (reshaped ? "changed again (" + t.summary + "): no rewrite satisfies both partitions"
+                          : "refused: " + t.message);
+    r.summary = "scaleguard: reject: refused in " + twin->name + " after the move";
+    r.bound_time_min.reset(), r.bound_max_nodes.reset();
+    r.granted_gpu_hours = 0;
+    return r;
+  }
+  merge_partition(d, t, twin->name);
+  d.action = Action::rewrite;
+  d.bound_time_min = t.bound_time_min, d.bound_max_nodes = t.bound_max_nodes;  // the twin's: the job runs there
+  d.granted_gpu_hours = t.granted_gpu_hours;
+  return d;
+}
+
 // One partition, or each of a comma list: a job may start in any partition listed, so it is
 // kept only in those that accept it (the list is rewritten) and bounded by the tightest.
 Decision decide_impl(const JobRequest& job, const Policy& policy) {
@@ -676,11 +769,11 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     return reject_input("--partition", Error{"more than 32 partitions listed", "", 0, "", "list at most 32"});
   if (names.empty()) {
     const Partition* def = policy.default_partition();
-    return def ? decide_in(job, policy, def) : not_governed("(default)");
+    return def ? with_twin(job, policy, decide_in(job, policy, def)) : not_governed("(default)");
   }
   if (names.size() == 1) {
     const Partition* part = policy.find_partition(names[0]);
-    return part ? decide_in(job, policy, part) : not_governed(names[0]);
+    return part ? with_twin(job, policy, decide_in(job, policy, part)) : not_governed(names[0]);
   }
   std::vector<std::string> kept, refused;
   std::optional<Decision> first;  // the first governed partition that accepts: its plan is the job's
@@ -694,10 +787,11 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     }
     JobRequest one = job;
     one.partition = name;
-    Decision d = decide_in(one, policy, part);
+    Decision d = with_twin(one, policy, decide_in(one, policy, part));
     const bool same_shape = !first || (d.rewrite.gpus_total == first->rewrite.gpus_total &&
                                        d.rewrite.gpus_per_node == first->rewrite.gpus_per_node &&
-                                       d.rewrite.nodes == first->rewrite.nodes);
+                                       d.rewrite.nodes == first->rewrite.nodes &&
+                                       d.rewrite.partition == first->rewrite.partition);
     if (d.action == Action::reject || !same_shape) {
       refused.push_back(name);
       refusals += " In " + name + ": " + (d.action == Action::reject ? d.message : "it would change the job differently (" + d.summary + ")");
@@ -709,15 +803,7 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
       first = d;
       continue;
     }
-    // The job runs under one time limit and node bound: the tightest of the partitions kept.
-    auto tighter = [](std::optional<int>& a, const std::optional<int>& b) {
-      if (b && (!a || *b < *a)) a = b;
-    };
-    tighter(first->bound_time_min, d.bound_time_min);
-    tighter(first->bound_max_nodes, d.bound_max_nodes);
-    if (d.rewrite.time_limit_min && first->rewrite.time_limit_min && *d.rewrite.time_limit_min < *first->rewrite.time_limit_min)
-      first->rewrite.time_limit_min = d.rewrite.time_limit_min;
-    first->shadow = first->shadow && d.shadow;
+    merge_partition(*first, d, name);
   }
   if (!first && !first_refusal) return not_governed(job.partition);
   if (kept.empty()) {

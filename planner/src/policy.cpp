@@ -226,6 +226,8 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
         {"signal_before_s", ini::Field::integer, &policy->signal_before_s, 10, 86400, false, "seconds"},
         {"max_zero_stage", ini::Field::integer, &policy->max_zero_stage, 0, 3, false,
          "0-3: 1 for scaleguard-run (ZeRO-1), 3 for a DeepSpeed/FSDP runner"},
+        {"max_job_runs", ini::Field::integer, &policy->max_job_runs, 0, 1000000, false,
+         "runs of one batch job over its life, requeues included (0 = no limit)"},
         {"mode", ini::Field::text, &mode, 0, 0, false, "enforce or shadow"},
         {"trusted_users", ini::Field::text, &trusted, 0, 0, false, "comma list of user names or uids, e.g. root,slurm"},
         {"audit_file", ini::Field::text, &policy->audit_file, 0, 0, false, "absolute path of a JSON-lines file"},

@@ -182,7 +182,16 @@ void annotate(const Decision& d, const scaleguard::JobRequest& applied, const st
 Applied apply_decision(const Decision& d, const scaleguard::JobRequest& request, const std::string& id,
                        job_desc_msg_t* job, char** err_msg) {
   Applied out;
-  if (d.shadow) return out;  // shadow mode: judged and logged by the caller, nothing changes
+  const std::string existing =
+      job->admin_comment ? std::string(job->admin_comment, strnlen(job->admin_comment, 4096)) : "";
+  if (d.shadow) {
+    // Shadow mode: judged and logged by the caller, nothing changes but the bare record (no
+    // plan summary: the report counts no shadow decision as a plan), so that
+    // updates after a switch to enforce are judged against what the job really is (issue 25,
+    // class 9).
+    replace(&job->admin_comment, annotated_admin_comment(existing, "", encode_record(id, request)));
+    return out;
+  }
   if (d.action == Action::reject) {
     *err_msg = xstr(tagged(d.message));
     out.rc = kRefused;
@@ -195,7 +204,12 @@ Applied apply_decision(const Decision& d, const scaleguard::JobRequest& request,
   } else if (d.action == Action::warn) {
     text += " | warning: " + untagged(d.message);
   }
-  if (!d.governed) return out;  // no plan, nothing to record: the partition is not ours
+  if (!d.governed) {
+    // No plan: the partition is not ours. The bare record says so, so that a job without any
+    // record is known to have lost it and its updates fail closed.
+    replace(&job->admin_comment, annotated_admin_comment(existing, "", encode_ungoverned_record(id)));
+    return out;
+  }
   if (std::string bounded = bound_job(d, job); !bounded.empty()) {
     out.changes += (out.changes.empty() ? "" : ", ") + bounded;
     text += " | " + bounded + " (the most that was judged)";

@@ -164,13 +164,54 @@ scaleguard::JobRequest merged(scaleguard::JobRequest r, const scaleguard::JobReq
   return r;
 }
 
+// Stores the job's new AdminComment text. Slurm applies an admin's `AdminComment=` after
+// job_modify, so when the update carries one the record goes into that text instead: an admin
+// replacing the comment keeps the record (issue 25, class 9).
+void store_admin_comment(job_desc_msg_t* update, char** slot, const std::string& text) {
+  if (update->admin_comment) {
+    sg_slurm::replace(&update->admin_comment, text);
+    return;
+  }
+  slurm_xfree(reinterpret_cast<void**>(slot));
+  *slot = slurm_xstrdup(text.c_str());
+}
+
+std::string admin_text(const char* text) { return text ? std::string(text, strnlen(text, 4096)) : ""; }
+
+// An update that is not judged (a trusted user's, or one that only sets AdminComment): the
+// record is kept and grows with what the update sets, so a later user update is judged against
+// what the job really is.
+int refresh_record(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, const scaleguard::Policy& policy) {
+  char** slot = sg_shim::admin_comment_slot(job_ptr);
+  if (!slot) return SLURM_SUCCESS;  // not judged either way; an unreadable layout is logged where judged
+  const std::string existing = admin_text(*slot);
+  bool ungoverned = false;
+  std::string id;
+  auto recorded = sg_slurm::decode_record(existing, &ungoverned, &id);
+  if (!recorded) return SLURM_SUCCESS;  // nothing to keep
+  const std::string base = update->admin_comment ? admin_text(update->admin_comment) : existing;
+  if (ungoverned) {
+    store_admin_comment(update, slot, sg_slurm::annotated_admin_comment(base, "", sg_slurm::encode_ungoverned_record(id)));
+    return SLURM_SUCCESS;
+  }
+  scaleguard::JobRequest change;
+  sg_slurm::RequestError error{};
+  if (!sg_slurm::read_request(*update, uid, policy, &change, &error)) change = scaleguard::JobRequest{};
+  store_admin_comment(update, slot,
+                      sg_slurm::annotated_admin_comment(base, sg_slurm::summary_of(existing),
+                                                        sg_slurm::encode_record(id, merged(*recorded, change))));
+  return SLURM_SUCCESS;
+}
+
 // err_msg: where the user's reason goes (nullptr on 22.05, whose job_modify has none; the
 // reason is then only in slurmctld's log and the audit file).
 int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return internal_error("job_modify", "no policy loaded", err_msg);
   // An Account= change moves the job's budget charge: judged too.
-  if ((!can_grow(*update) && !update->account) || trusted(*policy, uid)) return SLURM_SUCCESS;
+  const bool judged_change = can_grow(*update) || update->account;
+  if (!judged_change && !update->admin_comment) return SLURM_SUCCESS;
+  if (!judged_change || trusted(*policy, uid)) return refresh_record(update, job_ptr, uid, *policy);
   const std::string job = update->job_id_str ? sg_slurm::one_line(update->job_id_str, 64)
                           : sg_shim::job_id(*update) != NO_VAL ? std::to_string(sg_shim::job_id(*update))
                                                      : "?";
@@ -197,11 +238,17 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
   char** slot = sg_shim::admin_comment_slot(job_ptr);
   if (!slot) return refuse(input_refusal("scaleguard: this Slurm's job record is not one the plugin can read; "
                                          "an administrator must make this change"));
-  const std::string existing = *slot ? std::string(*slot, strnlen(*slot, 4096)) : "";
-  auto judged = sg_slurm::decode_record(existing);
-  if (!judged) {
-    // Not judged at submission: a partition the policy does not govern (or a job from before
-    // the plugin). It stays ungoverned unless the update moves it into a governed partition.
+  const std::string existing = admin_text(*slot);
+  bool ungoverned = false;
+  std::string record_id;
+  auto judged = sg_slurm::decode_record(existing, &ungoverned, &record_id);
+  if (!judged)  // every job judged by the plugin has a record: this one never had it, or lost it
+    return refuse(input_refusal("scaleguard: job " + job + " carries no scaleguard record in its AdminComment "
+                                "(submitted before the plugin, or the record was lost): it cannot be judged, "
+                                "so an administrator must make this change"));
+  if (ungoverned) {
+    // Judged in no governed partition at submission: it stays ungoverned unless the update
+    // moves it into a governed partition.
     bool into_governed = false;
     for (size_t b = 0; b < change.partition.size();) {
       size_t e = std::min(change.partition.find(',', b), change.partition.size());
@@ -220,7 +267,10 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
   auto decision = scaleguard::decide(request, *policy);
   entry.decision = &decision;
   entry.message = decision.action == Action::reject ? decision.message : decision.summary;
-  if (decision.shadow) {
+  if (decision.shadow) {  // not enforced; the record still grows, bare as at submission
+    store_admin_comment(update, slot, sg_slurm::annotated_admin_comment(
+                                          update->admin_comment ? admin_text(update->admin_comment) : existing, "",
+                                          sg_slurm::encode_record(record_id, request)));
     sg_slurm::record_decision(*policy, entry);
     return SLURM_SUCCESS;
   }
@@ -273,9 +323,9 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     request.requeue = true;
   }
   // Accepted: the record grows to what was judged now (slurmctld holds the job write lock).
-  std::string record = sg_slurm::record_after_update(request, entry.id, decision.summary, existing);
-  slurm_xfree(reinterpret_cast<void**>(slot));
-  *slot = slurm_xstrdup(record.c_str());
+  store_admin_comment(update, slot,
+                      sg_slurm::record_after_update(request, entry.id, decision.summary,
+                                                    update->admin_comment ? admin_text(update->admin_comment) : existing));
   sg_slurm::record_decision(*policy, entry);
   return SLURM_SUCCESS;
 }

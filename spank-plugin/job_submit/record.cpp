@@ -88,13 +88,39 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
   return r + "]";
 }
 
-std::optional<scaleguard::JobRequest> decode_record(const std::string& text) {
-  // Only the last record counts (an admin's own text comes first and could contain anything
-  // an operator typed; operators are trusted).
-  const auto open = text.rfind(kOpen);
-  if (open == std::string::npos) return std::nullopt;
+std::string encode_ungoverned_record(const std::string& id) { return kOpen + encode(id) + ";ng=1]"; }
+
+namespace {
+std::optional<scaleguard::JobRequest> decode_at(const std::string& text, size_t open, bool* ungoverned, std::string* id);
+}
+
+std::optional<scaleguard::JobRequest> decode_record(const std::string& text, bool* ungoverned, std::string* id) {
+  // The last record that decodes counts: ours is always written last, and an admin's note
+  // with a stray "[sg=" (or a cut copy) before or after it must not hide it (issue 25, class 9).
+  // At most 8 tries: a hostile AdminComment full of "[sg=" costs bounded time under the job lock.
+  size_t open = text.rfind(kOpen);
+  for (int tries = 0; open != std::string::npos && tries < 8; ++tries) {
+    if (auto j = decode_at(text, open, ungoverned, id)) return j;
+    if (open == 0) break;
+    open = text.rfind(kOpen, open - 1);
+  }
+  return std::nullopt;
+}
+
+std::string summary_of(const std::string& admin_comment) {
+  const auto at = admin_comment.find("scaleguard: ");
+  if (at == std::string::npos) return "";
+  std::string s = admin_comment.substr(at);
+  if (auto rec = s.rfind(kOpen); rec != std::string::npos) s = s.substr(0, rec);
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+namespace {
+std::optional<scaleguard::JobRequest> decode_at(const std::string& text, size_t open, bool* ungoverned, std::string* id) {
   const auto close = text.find(']', open);
   if (close == std::string::npos) return std::nullopt;
+  bool ng = false;
   scaleguard::JobRequest j;
   const std::string body = text.substr(open + 1, close - open - 1);
   size_t b = 0;
@@ -112,6 +138,7 @@ std::optional<scaleguard::JobRequest> decode_record(const std::string& text) {
     if (first) {
       if (k != "sg") return std::nullopt;
       first = false;
+      if (id) *id = v;
       continue;
     }
     int n = 0;
@@ -139,17 +166,22 @@ std::optional<scaleguard::JobRequest> decode_record(const std::string& text) {
     else if (k == "dl") ok = to_double(v, &j.deadline_hours);
     else if (k == "st") j.strategy = v;
     else if (k == "pr") ok = to_int(v, &n), j.probe = n != 0;
+    else if (k == "ng") ok = to_int(v, &n), ng = n != 0;
     if (!ok) return std::nullopt;
     if (e == body.size()) break;
   }
+  if (ungoverned) *ungoverned = ng;
   return j;
 }
+}  // namespace
 
 std::string annotated_admin_comment(const std::string& existing, const std::string& summary,
                                     const std::string& record) {
   std::string admin = one_line(existing, kMaxAdminComment);
   // A record already there (a requeued or re-judged job) is replaced, not stacked.
   if (auto at = admin.find("scaleguard: "); at != std::string::npos) admin = admin.substr(0, at);
+  // A bare record (shadow mode, ungoverned) has no summary before it.
+  if (auto at = admin.rfind(kOpen); at != std::string::npos && decode_record(admin.substr(at))) admin = admin.substr(0, at);
   while (!admin.empty() && (admin.back() == ' ' || admin.back() == '|')) admin.pop_back();
   const std::string sep = admin.empty() ? "" : " | ";
   const size_t room = kMaxAdminComment - 1;
@@ -157,6 +189,7 @@ std::string annotated_admin_comment(const std::string& existing, const std::stri
     admin = one_line(admin, room > record.size() + 64 ? room - record.size() - 64 : 0);
   }
   const size_t left = room - admin.size() - sep.size() - record.size() - 1;
+  if (summary.empty()) return admin + sep + record;
   return admin + sep + one_line(summary, left) + " " + record;
 }
 

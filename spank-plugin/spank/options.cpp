@@ -50,18 +50,6 @@ std::string shown(const std::string& value) {
   return value.size() > 40 ? out + "..." : out;
 }
 
-// Loaded once per process, only when a value needs it (most submissions never do).
-std::shared_ptr<const Policy> policy(std::string& error) {
-  static std::shared_ptr<const Policy> loaded;
-  static std::string load_error;
-  if (!loaded && load_error.empty()) {
-    auto result = load_policy(config().policy, config().catalog);
-    if (result.ok()) loaded = result.value();
-    else load_error = result.error().str();
-  }
-  error = load_error;
-  return loaded;
-}
 
 bool check_minutes(const std::string& value, std::string& why) {
   if (value == "auto") return true;
@@ -121,6 +109,19 @@ int on_option(int val, const char* optarg, int remote) {
 }
 
 }  // namespace
+
+// Loaded once per process, only when a value needs it (most submissions never do).
+std::shared_ptr<const Policy> policy(std::string& error) {
+  static std::shared_ptr<const Policy> loaded;
+  static std::string load_error;
+  if (!loaded && load_error.empty()) {
+    auto result = load_policy(config().policy, config().catalog);
+    if (result.ok()) loaded = result.value();
+    else load_error = result.error().str();
+  }
+  error = load_error;
+  return loaded;
+}
 
 const std::vector<Option>& options() { return kOptions; }
 

@@ -11,9 +11,14 @@ extern "C" {
 #include <cstddef>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace scaleguard {
+struct Policy;
+}
 
 namespace scaleguard::spank {
 
@@ -39,6 +44,9 @@ struct Option {
   const char* accepted; // the accepted forms, quoted in every error
   int has_arg = 1;      // 0: a flag (--train-probe), its value is "1"
 };
+// The policy (plugstack.conf `policy=`), loaded once per process when first needed; nullptr
+// with `error` when it cannot be loaded.
+std::shared_ptr<const scaleguard::Policy> policy(std::string& error);
 const std::vector<Option>& options();
 int register_options(spank_t sp);
 // Value given for option `name` (command line, #SBATCH, or remote forwarding); empty = none.

@@ -13,6 +13,7 @@
 
 #include "plugin.h"
 #include "scaleguard/nccl_env.h"
+#include "scaleguard/policy.h"
 
 namespace scaleguard::spank {
 namespace {
@@ -255,8 +256,50 @@ int remote_task_init_privileged(spank_t sp) {
   return 0;
 }
 
+// Issue 25, class 7: a --requeue batch job can be requeued by its owner again and again (also
+// after it completed), and a scrontab entry runs again by the same requeue; each run is judged
+// per run. The policy's max_job_runs bounds the runs over the job's life. Slurm calls no
+// job_submit hook on a requeue, so the batch step checks its run before the script starts:
+// SLURM_RESTART_COUNT is slurmctld's count, which slurmstepd sets after the user's environment
+// (a user can raise it, never lower it). A run past the limit ends the job at once (FAILED),
+// before any of its code runs; every further requeue does the same.
+bool run_allowed(const Env& env, const std::string& job) {
+  const std::string restarts = get(env, "SLURM_RESTART_COUNT");
+  if (restarts.empty()) return true;  // the first run
+  long n = -1;
+  if (restarts.size() <= 9 && std::all_of(restarts.begin(), restarts.end(), ::isdigit)) n = std::stol(restarts);
+  std::string error;
+  const auto p = policy(error);
+  if (!p) {
+    slurm_error("scaleguard: job %s: cannot load the policy to check its runs (max_job_runs): %s", job.c_str(),
+                error.c_str());
+    return false;
+  }
+  if (n < 0) {
+    slurm_error("scaleguard: job %s: SLURM_RESTART_COUNT is not a count", job.c_str());
+    return false;
+  }
+  if (p->max_job_runs > 0 && n + 1 > p->max_job_runs) {
+    char why[256];
+    std::snprintf(why, sizeof why,
+                  "scaleguard: job %s: run %ld refused: the policy allows %d runs of one job (max_job_runs), requeues "
+                  "included; submit a new job",
+                  job.c_str(), n + 1, p->max_job_runs);
+    slurm_error("%s", why);
+    std::fprintf(stderr, "%s\n", why);  // the task's stderr is the job's error file by now: the user reads it there
+    return false;
+  }
+  slurm_info("scaleguard: job %s: run %ld (max_job_runs %d)", job.c_str(), n + 1, p->max_job_runs);
+  return true;
+}
+
 int remote_task_init(spank_t sp) {
   Env env = job_env(sp);
+  {
+    uint32_t step_id = 0;
+    if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) throw std::runtime_error("no step id");
+    if (step_id == SLURM_BATCH_SCRIPT && !run_allowed(env, item<uint32_t>(sp, S_JOB_ID))) return kFail;
+  }
   std::string ckpt_dir;
   if (!make_ckpt_dir(sp, env, ckpt_dir)) return kFail;
   const std::string job = item<uint32_t>(sp, S_JOB_ID);

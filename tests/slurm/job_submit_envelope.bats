@@ -271,8 +271,8 @@ capped() {
   job_id=$(parsed_job_id)
   run job_field "$job_id" TimeLimit
   assert_output 20:00:00
-  run job_comment "$job_id"
-  assert_output ''
+  run job_comment "$job_id"   # only the bare record (issue 25, class 9): no plan, no summary
+  assert_output --regexp '^\[sg=sg-[^]]*\]$'
   run tail -n 1 "$EV_TMP/audit.jsonl"
   assert_output --partial '"mode":"shadow"'
   assert_output --partial '"enforced":false'

@@ -116,15 +116,16 @@ log() { cat "$SCALEGUARD_DEV_DIR/log/slurmctld.log"; }
 @test "class 11: a partition the policy names but Slurm lacks is logged" {
   printf '[partition gpu-typo]\ninstance = p4d.24xlarge\n' >> "$QT_TMP/policy.ini"
   touch -d '-5 seconds' "$QT_TMP/policy.ini"
+  # Checked at the first submission after the reload (under the partition lock job_submit holds).
   local i
   for ((i = 0; i < 20; i++)); do
     user_sbatch --gpus=1 -t 60 --wrap true >/dev/null 2>&1 || true
-    log | grep -q "reloaded policy $QT_TMP/policy.ini" && break
+    log | grep -q "names partition 'gpu-typo'" && break
     sleep 1
   done
-  user_sbatch --gpus=1 -t 60 --wrap true >/dev/null 2>&1 || true
   # Before: the reload was logged, the partition nowhere.
   run log
+  assert_output --partial "reloaded policy $QT_TMP/policy.ini"
   assert_output --partial "policy $QT_TMP/policy.ini names partition 'gpu-typo', which Slurm does not have"
   refute_output --partial "names partition 'gpu-od'"
 }

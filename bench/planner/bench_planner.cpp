@@ -73,6 +73,24 @@ void BM_Decide13BOn1(benchmark::State& state) {  // does not fit: finds the fewe
 }
 BENCHMARK(BM_Decide13BOn1);
 
+// Issue 25, classes 5 and 6: both caps checked on the cut job (an array of 1000 x 8 GPUs x
+// 2 days, refused by max_array_gpu_hours), and a job judged in two partitions with every
+// partition's changes merged (gpu-spot adds requeue + signal).
+void BM_DecideArrayBothCaps(benchmark::State& state) {
+  JobRequest j = request(8, "", 0);
+  j.time_limit_min = 2 * 24 * 60;
+  j.array_tasks = 1000;
+  for (auto _ : state) benchmark::DoNotOptimize(decide(j, policy()));
+}
+BENCHMARK(BM_DecideArrayBothCaps);
+
+void BM_DecidePartitionList(benchmark::State& state) {
+  JobRequest j = request(8, "", 0);
+  j.partition = "gpu-od,gpu-spot";
+  for (auto _ : state) benchmark::DoNotOptimize(decide(j, policy()));
+}
+BENCHMARK(BM_DecidePartitionList);
+
 void BM_FullSearch1TOn3072(benchmark::State& state) {
   const Catalog& cat = policy().catalog;
   const Workload w{parse_model_spec("megatron-1t", cat).value(), 450e9, 0};

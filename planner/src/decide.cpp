@@ -703,6 +703,10 @@ void merge_partition(Decision& into, const Decision& d, const std::string& name)
     into.rewrite.requeue = into.rewrite.requeue || d.rewrite.requeue;
     into.rewrite.signal_before_s = std::max(into.rewrite.signal_before_s, d.rewrite.signal_before_s);
   }
+  // A job without a time limit was judged at each partition's default: a time cut written by
+  // one partition must not exceed the shortest of those (another partition judged less).
+  if (into.rewrite.time_limit_min && into.bound_time_min && *into.bound_time_min < *into.rewrite.time_limit_min)
+    into.rewrite.time_limit_min = into.bound_time_min;
   if (severity(d.action) > severity(into.action)) into.action = d.action;
   if (d.action != Action::accept) {
     into.rules.insert(into.rules.end(), d.rules.begin(), d.rules.end());

@@ -120,3 +120,23 @@ TEST(RuleInterplay, PartitionListCarriesEveryPartitionsChanges) {
   EXPECT_LE(4.0 * *d.rewrite.time_limit_min / 60, 50.0);
   EXPECT_TRUE(d.rewrite.requeue);
 }
+
+// Without a time limit each partition judges its own default: one partition's cut must not
+// give the job more time than another judged it at.
+TEST(RuleInterplay, PartitionListCutNeverExceedsAnotherPartitionsDefault) {
+  auto p = policy_with([](Partition& part) {
+    if (part.name == "gpu-od") part.default_time_min = 60;
+    if (part.name == "gpu-spot") {
+      part.default_time_min = 7 * 1440;
+      set(part, RuleId::max_job_gpu_hours, 50, Action::rewrite);
+    }
+  });
+  JobRequest j;
+  j.gpus_total = 1;  // no time limit: 1 h on gpu-od, 7 days (cut to 50 h) on gpu-spot
+  j.partition = "gpu-od,gpu-spot";
+  Decision d = decide(j, *p);
+  ASSERT_EQ(d.action, Action::rewrite) << d.message;
+  ASSERT_TRUE(d.rewrite.time_limit_min);
+  EXPECT_LE(*d.rewrite.time_limit_min, 60);
+  EXPECT_TRUE(d.rewrite.requeue);
+}

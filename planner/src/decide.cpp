@@ -724,7 +724,6 @@ void merge_partition(Decision& into, const Decision& d, const std::string& name)
 // there too, on the job as rewritten (class 5: every rule sees the others' rewrites): refused
 // there, refused; its own cuts and checkpointing are merged; a further change of GPUs, nodes or
 // partition means no rewrite satisfies both, and the job is refused.
-Decision decide_in(const JobRequest& job, const Policy& policy, const Partition* part);
 Decision with_twin(const JobRequest& job, const Policy& policy, Decision d) {
   if (d.action != Action::rewrite || !d.rewrite.partition) return d;
   const Partition* twin = policy.find_partition(*d.rewrite.partition);

@@ -22,6 +22,10 @@ void slurm_info(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void slurm_error(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void slurm_debug(const char* format, ...) __attribute__((format(printf, 1, 2)));
 extern slurm_conf_t slurm_conf;   // slurm_conf.slurm_conf: path of slurm.conf
+// slurmctld's own (22.05 to 25.11: part_record_t *find_part_record(char *name)); weak, so the
+// plugin still loads where slurmctld is absent (bench/slurm/plugin_load). Needs the partition
+// read lock, which job_submit and job_modify hold.
+void* find_part_record(char* name) __attribute__((weak));
 }
 
 namespace sg_slurm {
@@ -33,6 +37,15 @@ inline char* xstr(const std::string& text) { return slurm_xstrdup(text.c_str());
 inline void replace(char** field, const std::string& text) {
   slurm_xfree(reinterpret_cast<void**>(field));
   *field = xstr(text);
+}
+
+// Sets the user's message in *err_msg. A plugin before this one in JobSubmitPlugins (e.g.
+// job_submit/lua's slurm.user_msg) may have left one there: it is kept, ours follows it, and
+// the old string is freed (overwriting it leaked it and hid the other plugin's message).
+inline void set_err_msg(char** err_msg, const std::string& text) {
+  if (!err_msg) return;
+  if (*err_msg && **err_msg) replace(err_msg, std::string(*err_msg) + "\n" + text);
+  else replace(err_msg, text);
 }
 
 }  // namespace sg_slurm

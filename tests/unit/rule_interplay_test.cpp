@@ -140,3 +140,33 @@ TEST(RuleInterplay, PartitionListCutNeverExceedsAnotherPartitionsDefault) {
   EXPECT_LE(*d.rewrite.time_limit_min, 60);
   EXPECT_TRUE(d.rewrite.requeue);
 }
+
+// A rewrite that moves the job to the same GPUs on a fast fabric (multi_node_fabric's twin)
+// is judged in the twin too: its caps hold there.
+TEST(RuleInterplay, TwinPartitionIsJudgedAfterTheMove) {
+  auto make = [](Action twin_cap) {
+    auto loaded = load_policy(source("configs/policy.ini"));
+    auto copy = std::make_shared<Policy>(*loaded.value());
+    Partition tcp = *copy->find_partition("gpu-od");
+    tcp.name = "gpu-tcp";
+    tcp.fabric = Fabric::ethernet;
+    tcp.is_default = false;
+    copy->partitions.push_back(tcp);
+    for (auto& part : copy->partitions) {
+      part.rules[static_cast<int>(RuleId::distributed_min_gpu_hours)].enabled = false;
+      set(part, RuleId::multi_node_fabric, 0, Action::rewrite);
+      if (part.name == "gpu-od") set(part, RuleId::max_job_gpu_hours, 50, twin_cap);
+    }
+    return std::shared_ptr<const Policy>(copy);
+  };
+  JobRequest j;
+  j.gpus_per_node = 8, j.nodes_min = j.nodes_max = 2, j.time_limit_min = 5 * 60;  // 80 GPU-hours
+  j.partition = "gpu-tcp";
+  Decision d = decide(j, *make(Action::reject));
+  EXPECT_EQ(d.action, Action::reject) << d.message;  // moved to gpu-od, where 80 > 50 is refused
+  d = decide(j, *make(Action::rewrite));
+  ASSERT_EQ(d.action, Action::rewrite) << d.message;
+  EXPECT_EQ(d.rewrite.partition.value_or(""), "gpu-od");
+  ASSERT_TRUE(d.rewrite.time_limit_min);
+  EXPECT_LE(16.0 * *d.rewrite.time_limit_min / 60, 50.0);
+}

@@ -131,7 +131,7 @@ void apply_topk_policy(Decision& d, Plan& p, const Partition& part) {
   }
 }
 
-void add_plan_env(Decision& d, const Plan& p, const JobRequest& job) {
+void add_plan_env(Decision& d, const Plan& p, const JobRequest& job, const Assumptions& assume) {
   const auto& l = p.layout;
   auto add = [&](const char* k, std::string v) { d.plan_env.emplace_back(k, std::move(v)); };
   add("SCALEGUARD_STRATEGY", to_string(p.strategy));
@@ -140,6 +140,10 @@ void add_plan_env(Decision& d, const Plan& p, const JobRequest& job) {
   add("SCALEGUARD_DP", std::to_string(l.dp));
   add("SCALEGUARD_ZERO", std::to_string(l.zero));
   add("SCALEGUARD_MICRO_BATCH", std::to_string(l.micro_batch));
+  // Micro-batches per data-parallel rank and step (gradient accumulation; pipeline: M) and the
+  // gradient bucket the step time assumed: what other trainers need to follow the plan.
+  add("SCALEGUARD_ACCUMULATION", std::to_string(p.micro_batches));
+  add("SCALEGUARD_BUCKET_MB", text::num(assume.bucket_mb));
   add("SCALEGUARD_RECOMPUTE", to_string(l.recompute));
   add("SCALEGUARD_GPUS", std::to_string(p.gpus));
   add("SCALEGUARD_NODES", std::to_string(p.nodes));
@@ -610,7 +614,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
         auto ex = best_plan_at(w, hw, chosen.gpus, chosen.gpus == 1 ? free_pins : pins, explain);
         chosen.reasons = ex && same_layout(ex.value().layout, chosen.layout) ? ex.value().reasons : describe_plan(chosen);
       }
-      add_plan_env(d, chosen, job);
+      add_plan_env(d, chosen, job, hw.assume);
       apply_topk_policy(d, chosen, *part);
       d.plan_json = to_json(chosen);
     }

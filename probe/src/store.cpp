@@ -160,16 +160,41 @@ std::string record_name(const Measurement& m, uid_t uid) {
          std::to_string(static_cast<unsigned long>(uid)) + ".rec";
 }
 
-Result<std::string> write_record(const std::string& dir, const Measurement& m, const std::string& model_spec) {
+namespace {
+std::string owner_dir_name(uid_t uid) { return "u" + std::to_string(static_cast<unsigned long>(uid)); }
+}  // namespace
+
+std::string owner_dir(const std::string& store, uid_t uid) { return store + "/" + owner_dir_name(uid); }
+
+Result<std::string> write_record(const std::string& store, const Measurement& m, const std::string& model_spec) {
   try {
     const std::string text = format_record(m, model_spec);
     auto check = parse_record(text);
-    if (!check) return Error{"refusing to write an invalid record: " + check.error().message, dir, 0, "", ""};
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-      return Error{std::string("cannot open the probe store: ") + std::strerror(errno), dir, 0, "",
+    if (!check) return Error{"refusing to write an invalid record: " + check.error().message, store, 0, "", ""};
+    const int sfd = ::open(store.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0)
+      return Error{std::string("cannot open the probe store: ") + std::strerror(errno), store, 0, "",
                    "create it (root-owned, mode 1777) or name another with --store"};
-    const std::string name = record_name(m, ::geteuid());
+    // The writer's own directory u<uid>: made on first use (0755), used only if it is really ours.
+    const uid_t me = ::geteuid();
+    const std::string sub = owner_dir_name(me), dir = store + "/" + sub;
+    if (::mkdirat(sfd, sub.c_str(), 0755) != 0 && errno != EEXIST) {
+      const int e = errno;
+      ::close(sfd);
+      return Error{std::string("cannot create the writer's directory: ") + std::strerror(e), dir, 0, "", ""};
+    }
+    const int dfd = ::openat(sfd, sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ::close(sfd);
+    struct stat dst {};
+    if (dfd < 0 || ::fstat(dfd, &dst) != 0 || dst.st_uid != me || (dst.st_mode & (S_IWGRP | S_IWOTH))) {
+      const int e = errno;
+      if (dfd >= 0) ::close(dfd);
+      return Error{dfd < 0 ? std::string("cannot open the writer's directory: ") + std::strerror(e)
+                           : "the writer's directory is not owned by uid " + std::to_string(me) +
+                                 " or is writable by others",
+                   dir, 0, "", "remove it (someone else made it) and probe again"};
+    }
+    const std::string name = record_name(m, me);
     std::random_device rd;
     const std::string tmp = "." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
     auto fail = [&](const std::string& what) {
@@ -200,7 +225,7 @@ Result<std::string> write_record(const std::string& dir, const Measurement& m, c
     ::close(dfd);
     return dir + "/" + name;
   } catch (const std::exception& e) {
-    return Error{std::string("internal error: ") + e.what(), dir, 0, "", ""};
+    return Error{std::string("internal error: ") + e.what(), store, 0, "", ""};
   }
 }
 
@@ -211,14 +236,15 @@ struct StoreReader::Impl {
     dev_t dev = 0;
     ino_t ino = 0;
     long long mtime_ns = 0, ctime_ns = 0;
+    ino_t store_ino = 0;  // the store itself: identity, owner and mode (not its mtime: users add names)
+    uid_t store_uid = 0;
+    mode_t store_mode = 0;
     bool operator==(const Stamp& o) const {
-      return dev == o.dev && ino == o.ino && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
+      return dev == o.dev && ino == o.ino && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns &&
+             store_ino == o.store_ino && store_uid == o.store_uid && store_mode == o.store_mode;
     }
   };
-  struct Owned {
-    Measurement m;
-    uid_t owner;
-  };
+  using Owned = StoreReader::Owned;
   struct Entry {
     Stamp stamp;
     std::vector<Owned> records;
@@ -227,7 +253,7 @@ struct StoreReader::Impl {
     int rescans_in_window = 0;
   };
   std::mutex mu;
-  std::map<std::pair<std::string, std::string>, Entry> cache;  // (dir, fingerprint)
+  std::map<std::pair<std::string, std::string>, Entry> cache;  // (owner directory, fingerprint)
   long scans = 0;
 };
 
@@ -244,6 +270,86 @@ bool is_admin(uid_t uid, const std::vector<uid_t>& admins) {
 }
 }  // namespace
 
+// One owner's directory u<uid> scanned for one fingerprint. Only that owner can add names to it,
+// so whatever others put in the store costs nothing here and hides nothing.
+void StoreReader::scan_owner(int store_fd, const std::string& store, uid_t owner, const std::string& fingerprint,
+                             std::vector<Owned>* records, std::vector<std::string>* problems) {
+  const std::string sub = owner_dir_name(owner), where = "probe store " + store + "/" + sub;
+  auto note = [problems](std::string what) {  // bounded: a directory full of junk must not fill the log
+    if (problems->size() < 32) problems->push_back(std::move(what));
+  };
+  const int dfd = ::openat(store_fd, sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat dst {};
+  if (dfd < 0) {
+    if (errno != ENOENT) note(where + ": cannot open: " + std::strerror(errno) + " (a symlink?): not used");
+    return;
+  }
+  if (::fstat(dfd, &dst) != 0 || dst.st_uid != owner || (dst.st_mode & (S_IWGRP | S_IWOTH))) {
+    // Someone else made it (squatting on this uid's name) or others could write into it.
+    note(where + " is owned by uid " + std::to_string(dst.st_uid) +
+         (dst.st_uid != owner ? ", not the uid it names" : " and writable by others") + ": not used (remove it)");
+    ::close(dfd);
+    return;
+  }
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return;
+  }
+  const std::string prefix = fingerprint + ".";
+  const std::string owner_tag = ".u" + std::to_string(static_cast<unsigned long>(owner)) + ".rec";
+  std::vector<Owned> found;
+  std::size_t looked = 0;
+  while (dirent* de = ::readdir(d)) {
+    if (++looked > kMaxOwnerEntries) {
+      // Partly read, it could miss one of this owner's records: none of them is used.
+      note(where + ": more than " + std::to_string(kMaxOwnerEntries) + " entries: its records are not used");
+      found.clear();
+      break;
+    }
+    const std::string name = de->d_name;
+    if (name.size() > 200 || name.compare(0, prefix.size(), prefix) != 0 || name.size() < owner_tag.size() ||
+        name.compare(name.size() - owner_tag.size(), owner_tag.size(), owner_tag) != 0)
+      continue;
+    // The owner and kind are checked before anything is opened or read (lstat: no symlink followed).
+    struct stat lst {};
+    if (::fstatat(::dirfd(d), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(lst.st_mode) ||
+        lst.st_nlink != 1 || lst.st_uid != owner || lst.st_size > static_cast<off_t>(kMaxRecordBytes)) {
+      note(name + ": not a single-linked regular file of uid " + std::to_string(owner) +
+           " of at most 4096 bytes: ignored");
+      continue;
+    }
+    const int fd = ::openat(::dirfd(d), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      note(name + ": " + std::strerror(errno) + ": ignored");
+      continue;
+    }
+    struct stat fst {};
+    char buf[kMaxRecordBytes + 1];
+    ssize_t got = -1;
+    if (::fstat(fd, &fst) == 0 && fst.st_ino == lst.st_ino && S_ISREG(fst.st_mode) && fst.st_nlink == 1 &&
+        fst.st_uid == owner && fst.st_size <= static_cast<off_t>(kMaxRecordBytes))
+      got = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    if (got < 0 || got > static_cast<ssize_t>(kMaxRecordBytes)) {
+      note(name + ": replaced while read: ignored");
+      continue;
+    }
+    auto rec = parse_record(std::string_view(buf, static_cast<std::size_t>(got)));
+    if (!rec) {
+      note(name + ": " + rec.error().message + ": ignored");
+      continue;
+    }
+    if (rec.value().fingerprint != fingerprint) {
+      note(name + ": its fingerprint is not its name's: ignored");
+      continue;
+    }
+    if (found.size() < kMaxOwnerRecords) found.push_back(Owned{std::move(rec).value(), owner});
+  }
+  ::closedir(d);
+  records->insert(records->end(), found.begin(), found.end());
+}
+
 std::vector<Measurement> StoreReader::lookup(const std::string& dir, const std::string& fingerprint, uid_t job_uid,
                                              const std::vector<uid_t>& admins, ReadReport* report) noexcept {
   try {
@@ -251,112 +357,63 @@ std::vector<Measurement> StoreReader::lookup(const std::string& dir, const std::
     if (dir.empty() || dir[0] != '/' || fingerprint.size() != 16 ||
         fingerprint.find_first_not_of("0123456789abcdef") != std::string::npos)
       return out;
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) {
+    // The owners whose directories count for this job: the admins, then the job's user.
+    std::vector<uid_t> owners;
+    for (uid_t a : admins)
+      if (!is_admin(a, owners) && owners.size() < 64) owners.push_back(a);
+    if (!is_admin(job_uid, owners)) owners.push_back(job_uid);
+    struct stat root {};
+    if (::lstat(dir.c_str(), &root) != 0) {
       if (report) report->problems.push_back("probe store " + dir + ": " + std::strerror(errno));
       return out;
     }
-    Impl::Stamp stamp{st.st_dev, st.st_ino, ns(st.st_mtim), ns(st.st_ctim)};
     std::lock_guard<std::mutex> lock(impl_->mu);
-    auto key = std::make_pair(dir, fingerprint);
-    auto it = impl_->cache.find(key);
-    // A directory that changes all the time (someone churning files to make slurmctld rescan on
-    // every submission) is rescanned at most kMaxRescansPerSecond times a second per model.
     const time_t second = std::time(nullptr);
-    const bool churning = it != impl_->cache.end() && it->second.window == second &&
-                          it->second.rescans_in_window >= kMaxRescansPerSecond;
-    if ((it == impl_->cache.end() || !(it->second.stamp == stamp)) && !churning) {
-      const int rescans = it != impl_->cache.end() && it->second.window == second ? it->second.rescans_in_window : 0;
-      if (impl_->cache.size() > 1024) impl_->cache.clear();  // bounded: many models, rarely
-      Impl::Entry e;
-      e.stamp = stamp;
-      e.window = second;
-      e.rescans_in_window = rescans + 1;
-      ++impl_->scans;
-      const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      struct stat dst {};
-      if (dfd < 0 || ::fstat(dfd, &dst) != 0) {
-        e.problems.push_back("probe store " + dir + ": cannot open: " + std::strerror(errno));
-        if (dfd >= 0) ::close(dfd);
-      } else if (!is_admin(dst.st_uid, admins)) {
-        e.problems.push_back("probe store " + dir + " is owned by uid " + std::to_string(dst.st_uid) +
-                             ", not root/SlurmUser/trusted_users: not used");
-        ::close(dfd);
-      } else if ((dst.st_mode & (S_IWGRP | S_IWOTH)) && !(dst.st_mode & S_ISVTX)) {
-        e.problems.push_back("probe store " + dir +
-                             " is writable by others without the sticky bit (anyone could replace records): not used");
-        ::close(dfd);
-      } else {
-        DIR* d = ::fdopendir(dfd);
-        if (!d) {
-          ::close(dfd);
-        } else {
-          const std::string prefix = fingerprint + ".";
-          auto note = [&e](std::string what) {  // bounded: a store full of junk must not fill the log
-            if (e.problems.size() < 32) e.problems.push_back(std::move(what));
-          };
-          std::size_t looked = 0;
-          while (dirent* de = ::readdir(d)) {
-            if (++looked > kMaxDirEntries) {
-              // Partly read, it could miss a trusted record: not used at all (the model decides).
-              e.problems.push_back("probe store " + dir + ": more than " + std::to_string(kMaxDirEntries) +
-                                   " entries: not used (clean it up)");
-              e.records.clear();
-              break;
-            }
-            const std::string name = de->d_name;
-            if (name.size() > 200 || name.compare(0, prefix.size(), prefix) != 0 || name.size() < 4 ||
-                name.compare(name.size() - 4, 4, ".rec") != 0)
-              continue;
-            const int fd = ::openat(::dirfd(d), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-            if (fd < 0) {
-              note(name + ": " + std::strerror(errno) + " (a symlink?): ignored");
-              continue;
-            }
-            struct stat fst {};
-            char buf[kMaxRecordBytes + 1];
-            ssize_t got = -1;
-            if (::fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_nlink == 1 &&
-                fst.st_size <= static_cast<off_t>(kMaxRecordBytes))
-              got = ::read(fd, buf, sizeof buf);
-            ::close(fd);
-            if (got < 0 || got > static_cast<ssize_t>(kMaxRecordBytes)) {
-              note(name + ": not a single-linked regular file of at most 4096 bytes: ignored");
-              continue;
-            }
-            // The name says whose it is; it must agree with the owner (no squatting on another uid's name).
-            const std::string owner_tag = ".u" + std::to_string(static_cast<unsigned long>(fst.st_uid)) + ".rec";
-            if (name.size() < owner_tag.size() || name.compare(name.size() - owner_tag.size(), owner_tag.size(), owner_tag) != 0) {
-              note(name + ": owned by uid " + std::to_string(fst.st_uid) + ", not the uid it names: ignored");
-              continue;
-            }
-            auto rec = parse_record(std::string_view(buf, static_cast<std::size_t>(got)));
-            if (!rec) {
-              note(name + ": " + rec.error().message + ": ignored");
-              continue;
-            }
-            if (rec.value().fingerprint != fingerprint) {
-              note(name + ": its fingerprint is not its name's: ignored");
-              continue;
-            }
-            if (e.records.size() < 256) e.records.push_back(Impl::Owned{std::move(rec).value(), fst.st_uid});
-          }
-          ::closedir(d);
+    for (uid_t owner : owners) {
+      // Per submission: one lstat per owner (never the store's own listing, which users can flood).
+      struct stat st {};
+      const std::string sub = dir + "/" + owner_dir_name(owner);
+      Impl::Stamp stamp;
+      if (::lstat(sub.c_str(), &st) == 0) stamp = Impl::Stamp{st.st_dev, st.st_ino, ns(st.st_mtim), ns(st.st_ctim)};
+      stamp.store_ino = root.st_ino, stamp.store_uid = root.st_uid, stamp.store_mode = root.st_mode;
+      auto key = std::make_pair(sub, fingerprint);
+      auto it = impl_->cache.find(key);
+      // A directory that changes all the time (its owner churning files to make slurmctld rescan)
+      // is rescanned at most kMaxRescansPerSecond times a second per model.
+      const bool churning = it != impl_->cache.end() && it->second.window == second &&
+                            it->second.rescans_in_window >= kMaxRescansPerSecond;
+      if ((it == impl_->cache.end() || !(it->second.stamp == stamp)) && !churning) {
+        const int rescans = it != impl_->cache.end() && it->second.window == second ? it->second.rescans_in_window : 0;
+        if (impl_->cache.size() > 4096) impl_->cache.clear();  // bounded: many models and users, rarely
+        Impl::Entry e;
+        e.stamp = stamp;
+        e.window = second;
+        e.rescans_in_window = rescans + 1;
+        ++impl_->scans;
+        // The store itself must be one that only admins control (or sticky, like /tmp).
+        const int sfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat sst {};
+        if (sfd < 0 || ::fstat(sfd, &sst) != 0) {
+          e.problems.push_back("probe store " + dir + ": cannot open: " + std::strerror(errno));
+        } else if (!is_admin(sst.st_uid, admins)) {
+          e.problems.push_back("probe store " + dir + " is owned by uid " + std::to_string(sst.st_uid) +
+                               ", not root/SlurmUser/trusted_users: not used");
+        } else if ((sst.st_mode & (S_IWGRP | S_IWOTH)) && !(sst.st_mode & S_ISVTX)) {
+          e.problems.push_back("probe store " + dir +
+                               " is writable by others without the sticky bit (anyone could replace records): not used");
+        } else if (st.st_ino != 0) {
+          scan_owner(sfd, dir, owner, fingerprint, &e.records, &e.problems);
         }
+        if (sfd >= 0) ::close(sfd);
+        it = impl_->cache.insert_or_assign(key, std::move(e)).first;
       }
-      it = impl_->cache.insert_or_assign(key, std::move(e)).first;
-    }
-    for (const auto& o : it->second.records) {
-      if (is_admin(o.owner, admins)) {
+      for (const auto& o : it->second.records) {
         out.push_back(o.m);
-        out.back().trust = Trust::admin;
-      } else if (o.owner == job_uid) {
-        out.push_back(o.m);
-        out.back().trust = Trust::own;
+        out.back().trust = is_admin(o.owner, admins) ? Trust::admin : Trust::own;
       }
+      if (report)
+        report->problems.insert(report->problems.end(), it->second.problems.begin(), it->second.problems.end());
     }
-    if (report)
-      report->problems.insert(report->problems.end(), it->second.problems.begin(), it->second.problems.end());
     return out;
   } catch (...) {
     if (report) report->problems.push_back("probe store " + dir + ": internal error while reading");

@@ -193,7 +193,7 @@ Applied apply_decision(const Decision& d, const scaleguard::JobRequest& request,
     return out;
   }
   if (d.action == Action::reject) {
-    *err_msg = xstr(tagged(d.message));
+    set_err_msg(err_msg, tagged(d.message));
     out.rc = kRefused;
     return out;
   }
@@ -215,7 +215,7 @@ Applied apply_decision(const Decision& d, const scaleguard::JobRequest& request,
     text += " | " + bounded + " (the most that was judged)";
   }
   annotate(d, as_applied(request, d), id, job);
-  *err_msg = xstr(text);
+  set_err_msg(err_msg, text);
   return out;
 }
 

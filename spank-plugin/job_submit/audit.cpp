@@ -1,6 +1,7 @@
 #include "audit.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,15 +78,25 @@ void record_decision(const scaleguard::Policy& policy, const AuditEntry& e) {
   if (!e.budgets_json.empty()) j["budgets"] = nlohmann::json::parse(e.budgets_json, nullptr, false);
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   // One write() per line with O_APPEND: lines from slurmctld's threads never interleave.
-  int fd = open(policy.audit_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-  ssize_t n = fd >= 0 ? write(fd, line.data(), line.size()) : -1;
-  const int err = errno;
+  // The file must be slurmctld's: one a user pre-created (in a shared directory), a link, or a
+  // file others may write could be edited to hide decisions; it is refused and the log says so.
+  int fd = open(policy.audit_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0640);
+  int err = errno;
+  const char* why = nullptr;
+  struct stat st {};
+  if (fd >= 0 && fstat(fd, &st) == 0 &&
+      (!S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+       (st.st_uid != 0 && st.st_uid != static_cast<uid_t>(slurm_conf.slurm_user_id)) || (st.st_mode & S_IWOTH)))
+    why = "not a single-linked regular file owned by root or SlurmUser and not world-writable: not written "
+          "(remove it; slurmctld creates it)";
+  ssize_t n = fd >= 0 && !why ? write(fd, line.data(), line.size()) : -1;
+  if (!why) err = errno;
   if (fd >= 0) close(fd);
   if (n != static_cast<ssize_t>(line.size())) {
     const long long now = time(nullptr);
     if (now - g_last_audit_error.exchange(now) >= 60)
       slurm_error("job_submit/scaleguard: cannot append to audit file %s: %s", policy.audit_file.c_str(),
-                  strerror(err));
+                  why ? why : strerror(err));
   }
 }
 

@@ -56,7 +56,7 @@ thread_local HetSum t_het;
 
 int internal_error(const char* where, const char* what, char** err_msg) {
   slurm_error("job_submit/scaleguard: %s: internal error: %s", where, what);
-  if (err_msg) *err_msg = slurm_xstrdup("scaleguard: internal error, job not judged; see slurmctld log");
+  sg_slurm::set_err_msg(err_msg, "scaleguard: internal error, job not judged; see slurmctld log");
   return SLURM_ERROR;
 }
 
@@ -73,6 +73,7 @@ scaleguard::Decision input_refusal(const std::string& message) {
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return internal_error("job_submit", "no policy loaded", err_msg);
+  g_policy->check_partitions(*policy);  // once per load, under the partition lock job_submit holds
   sg_slurm::AuditEntry entry;
   entry.id = sg_slurm::new_decision_id();
   entry.event = "submit";
@@ -84,7 +85,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
     auto d = input_refusal(error.message);
     entry.decision = &d, entry.message = error.message;
     sg_slurm::record_decision(*policy, entry);
-    *err_msg = sg_slurm::xstr(error.message);
+    sg_slurm::set_err_msg(err_msg, error.message);
     return error.code;
   }
   entry.array_tasks = std::max(1, request.array_tasks);
@@ -93,7 +94,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
                            " arrived without the components before it; submit the het job again");
     entry.decision = &d, entry.message = d.message;
     sg_slurm::record_decision(*policy, entry);
-    *err_msg = sg_slurm::xstr(d.message);
+    sg_slurm::set_err_msg(err_msg, d.message);
     return sg_slurm::kRefused;
   }
   if (request.het_component == 0) t_het = HetSum{entry.uid, 0, 0, {}};
@@ -288,7 +289,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
   entry.partition = update->partition ? sg_slurm::one_line(update->partition, 256) : "";
   // The user sees the reason where Slurm passes err_msg (scontrol: "error: <text>").
   auto tell = [&](const std::string& message) {
-    if (err_msg) sg_slurm::replace(err_msg, sg_slurm::one_line(message, sg_slurm::kMaxMessage));
+    sg_slurm::set_err_msg(err_msg, sg_slurm::one_line(message, sg_slurm::kMaxMessage));
   };
   auto refuse = [&](scaleguard::Decision d) {
     entry.decision = &d, entry.message = d.message;

@@ -41,6 +41,7 @@ scaleguard::Result<bool> PolicyHolder::load(const Settings& settings) {
   std::lock_guard<std::mutex> lock(reload_mutex_);
   stamp_ = stamp_of(**loaded);  // a change during this load differs from it: reloaded later
   std::atomic_store(&policy_, loaded.value());
+  partitions_checked_ = false;
   next_check_ms_ = now_ms() + 1000;
   return true;
 }
@@ -62,7 +63,13 @@ void PolicyHolder::reload_if_changed() {
   // for 2 s and did not change while it was read (docs: replace it with `mv` instead).
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
-  if (now.tv_sec * 1000000000LL + now.tv_nsec - before.newest_ns < 2000000000LL) return;
+  const long long age_ns = now.tv_sec * 1000000000LL + now.tv_nsec - before.newest_ns;
+  if (age_ns >= -2000000000LL && age_ns < 2000000000LL) return;
+  // A modification time in the future (touch -d, clock skew between hosts) would wait forever.
+  if (age_ns < -2000000000LL)
+    slurm_error("job_submit/scaleguard: policy %s or its catalog has a modification time %lld s in the future "
+                "(clock skew?); loading it now",
+                settings_.policy.c_str(), -age_ns / 1000000000LL);
   auto loaded = scaleguard::load_policy(settings_.policy, settings_.catalog);
   if (!(stamp_of(*old) == before)) return;  // changed while being read: next time
   stamp_ = before;  // a broken file is reported once, not every second
@@ -72,7 +79,19 @@ void PolicyHolder::reload_if_changed() {
     return;
   }
   std::atomic_store(&policy_, loaded.value());
+  partitions_checked_ = false;
   slurm_info("job_submit/scaleguard: reloaded policy %s", settings_.policy.c_str());
+}
+
+void PolicyHolder::check_partitions(const scaleguard::Policy& policy) {
+  if (partitions_checked_.exchange(true) || !find_part_record) return;
+  for (const auto& p : policy.partitions) {
+    std::string name = p.name;  // find_part_record takes a char*, and does not keep it
+    if (!find_part_record(name.data()))
+      slurm_error("job_submit/scaleguard: policy %s names partition '%s', which Slurm does not have: its rules "
+                  "judge no job (a typo? check with `sinfo -s`)",
+                  settings_.policy.c_str(), p.name.c_str());
+  }
 }
 
 }  // namespace sg_slurm

@@ -20,6 +20,9 @@ class PolicyHolder {
   scaleguard::Result<bool> load(const Settings& settings);
   // The policy to judge with, after a cheap change check.
   std::shared_ptr<const scaleguard::Policy> current();
+  // Once per loaded policy: logs each of its partitions that Slurm does not have. Call with
+  // slurmctld's partition read lock held (job_submit holds it).
+  void check_partitions(const scaleguard::Policy& policy);
 
  private:
   struct Stamp {
@@ -36,6 +39,7 @@ class PolicyHolder {
   std::shared_ptr<const scaleguard::Policy> policy_;  // read/written with std::atomic_*
   std::mutex reload_mutex_;                           // try_lock only
   std::atomic<long long> next_check_ms_{0};
+  std::atomic<bool> partitions_checked_{false};
   Stamp stamp_;                                       // guarded by reload_mutex_
 };
 

@@ -252,6 +252,11 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
   r.ntasks_per_gpu = from_u16(job.ntasks_per_tres);
   r.sockets_per_node = from_u16(job.sockets_per_node);
   r.exclusive = job.shared == JOB_SHARED_NONE;  // --exclusive (=user and =mcs still share GPUs)
+#ifdef JOB_SHARED_TOPO
+  r.exclusive = r.exclusive || job.shared == JOB_SHARED_TOPO;  // whole nodes of a whole segment
+#endif
+  // --core-spec under AllowSpecResourcesUsage: Slurm gives the whole node (job_mgr.c, whole_node).
+  r.exclusive = r.exclusive || (job.core_spec != NO_VAL16 && (slurm_conf.conf_flags & CTL_CONF_ASRU));
   r.het_component = job.het_job_offset == NO_VAL ? -1 : static_cast<int>(job.het_job_offset);
   if (!read_count(job.req_nodes, true, &r.nodes_listed, error) ||
       !read_count(job.array_inx, false, &r.array_tasks, error))

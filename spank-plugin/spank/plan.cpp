@@ -6,6 +6,7 @@
 // removes the file. The prolog also saves the NodeAddr of each of the job's nodes to
 // <plan_dir>/<job id>.addr, for MASTER_ADDR, from what the node already has (node_addr.cpp):
 // no RPC to slurmctld. Both files are root's, mode 0600: no user reads another job's plan.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,6 +55,34 @@ std::string job_id() {
 
 std::string plan_file(const std::string& job) { return config().plan_dir + "/" + job; }
 std::string addr_file(const std::string& job) { return plan_file(job) + ".addr"; }
+std::string user_dir(const std::string& job) { return plan_file(job) + ".user"; }
+
+// The plan directory as root configured it: root's, writable by nobody else.
+bool plan_dir_ok() {
+  struct stat st {};
+  return lstat(config().plan_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+         !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+// Empties and removes <plan_dir>/<job>.user (the job's user's: whatever it put there). Only
+// entries directly in it are unlinked (a symlink is removed, never followed); a
+// subdirectory the user made keeps it from going, with a log line.
+void drop_user_dir(const std::string& job) {
+  const int fd = open(user_dir(job).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (DIR* dir = fdopendir(fd)) {
+    std::vector<std::string> names;
+    while (const dirent* e = readdir(dir))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != ".." && names.size() < kMaxEntries)
+        names.emplace_back(e->d_name);
+    for (const auto& n : names) unlinkat(dirfd(dir), n.c_str(), 0);
+    closedir(dir);
+  } else {
+    close(fd);
+  }
+  if (rmdir(user_dir(job).c_str()) != 0 && errno != ENOENT)
+    slurm_info("scaleguard: epilog: cannot remove %s: %m", user_dir(job).c_str());
+}
 
 // Writes `text` to `path` in plan_dir, atomically, mode 0600 (root reads it for the task).
 // Root writes here: the directory must be root's and writable by nobody else, or a user
@@ -142,6 +171,7 @@ int drop_plan() {
   if (!job.empty()) {
     unlink(plan_file(job).c_str());
     unlink(addr_file(job).c_str());
+    drop_user_dir(job);
   }
   return 0;
 }
@@ -164,6 +194,30 @@ int load_saved(const std::string& job) {
   while (saved.addrs.size() < kMaxNodes && addrs >> node >> addr)
     if (plain_address(node) && plain_address(addr)) saved.addrs.emplace(node, addr);
   return 0;
+}
+
+// Root, in the task's process: <plan_dir>/<job>.user, mode 0700, owned by the job's user, where
+// its tasks write the plan as JSON (remote.cpp). In root's plan_dir nobody else can create,
+// rename or replace it, so the path the task gets cannot lead anywhere else. Every task of
+// the job on this host tries (the dev cluster's slurmd share one plan_dir): one that finds
+// it checks it is a real directory of the job's user.
+std::string make_user_dir(const std::string& job, uid_t uid, gid_t gid) {
+  if (saved.job != job || saved.plan.empty()) return "";  // no plan, no file
+  if (!plan_dir_ok()) return slurm_error("scaleguard: plan_dir %s must be a directory owned by root, writable only by root",
+                                         config().plan_dir.c_str()), "";
+  const std::string path = user_dir(job);
+  if (mkdir(path.c_str(), 0700) == 0 && (lchown(path.c_str(), uid, gid) != 0 || chmod(path.c_str(), 0700) != 0)) {
+    slurm_error("scaleguard: cannot hand %s to uid %u: %m", path.c_str(), static_cast<unsigned>(uid));
+    rmdir(path.c_str());
+    return "";
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 0077)) {
+    slurm_error("scaleguard: %s is not a 0700 directory of uid %u: no plan file", path.c_str(),
+                static_cast<unsigned>(uid));
+    return "";
+  }
+  return path;
 }
 
 std::string saved_address(const std::string& job, const std::string& node) {

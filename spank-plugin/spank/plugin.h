@@ -84,6 +84,9 @@ int save_plan();
 int drop_plan();
 int load_saved(const std::string& job);
 std::vector<std::pair<std::string, std::string>> saved_plan(const std::string& job);
+// <plan_dir>/<job>.user: made (root) for the job's user, 0700, when the job has a plan; "" if
+// none or on an error (logged). The tasks write the plan's JSON file into it.
+std::string make_user_dir(const std::string& job, uid_t uid, gid_t gid);
 // The address the prolog saved for `node` of the job; "" if none.
 std::string saved_address(const std::string& job, const std::string& node);
 

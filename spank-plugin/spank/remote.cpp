@@ -1,6 +1,10 @@
 // slurmstepd (remote context), in each task's process just before exec, as the job's user:
 // the checkpoint directory, then the task's environment: the plan from slurmctld, rank and
 // rendezvous variables, and the NCCL/EFA profile for this node. A user's variable wins.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -124,13 +128,133 @@ std::string master_addr(const Env& env, const std::string& job, const std::strin
   return first;
 }
 
+// <plan_dir>/<job>.user, made by task_init_privileged (root) for this task's job; "" = none.
+std::string plan_user_dir;
+
+bool digits(const std::string& s) {
+  return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A JSON string: plan values are bounded and free of control characters (plan.cpp), so only
+// the quote and the backslash need escaping.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The plan as one JSON document, for trainers that read a file rather than SCALEGUARD_*:
+// degrees, mesh order (outermost first: world rank = (pp * dp + dp_rank) * tp + tp_rank, as
+// scaleguard-run forms its grid), batch split, bucket, checkpoints, restart count.
+std::string plan_json(const Env& plan, const std::string& job, const std::string& restarts) {
+  const auto n = [&](const char* name, const char* fallback) {
+    const std::string v = get(plan, name);
+    return digits(v) ? v : std::string(fallback);
+  };
+  const std::string bucket = get(plan, "SCALEGUARD_BUCKET_MB");
+  const bool bucket_ok = !bucket.empty() && bucket.size() < 24 &&
+                         std::all_of(bucket.begin(), bucket.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; }) &&
+                         bucket.front() != '.' && bucket.back() != '.' && std::count(bucket.begin(), bucket.end(), '.') <= 1;
+  const std::string ckpt = get(plan, "SCALEGUARD_CKPT_DIR");
+  std::string j = "{\n";
+  j += "  \"version\": 1,\n";
+  j += "  \"job_id\": " + job + ",\n";
+  j += "  \"plan\": " + quoted(get(plan, "SCALEGUARD_PLAN")) + ",\n";
+  j += "  \"strategy\": " + quoted(get(plan, "SCALEGUARD_STRATEGY")) + ",\n";
+  j += "  \"degrees\": {\"pp\": " + n("SCALEGUARD_PP", "1") + ", \"dp\": " + n("SCALEGUARD_DP", "1") +
+       ", \"tp\": " + n("SCALEGUARD_TP", "1") + "},\n";
+  j += "  \"mesh_order\": [\"pp\", \"dp\", \"tp\"],\n";
+  j += "  \"zero\": " + n("SCALEGUARD_ZERO", "0") + ",\n";
+  j += "  \"micro_batch\": " + n("SCALEGUARD_MICRO_BATCH", "1") + ",\n";
+  j += "  \"accumulation\": " + n("SCALEGUARD_ACCUMULATION", "1") + ",\n";
+  j += "  \"bucket_mb\": " + (bucket_ok ? bucket : std::string("null")) + ",\n";
+  j += "  \"recompute\": " + quoted(get(plan, "SCALEGUARD_RECOMPUTE")) + ",\n";
+  j += "  \"gpus\": " + n("SCALEGUARD_GPUS", "0") + ",\n";
+  j += "  \"nodes\": " + n("SCALEGUARD_NODES", "0") + ",\n";
+  j += "  \"ckpt_dir\": " + (ckpt.empty() ? std::string("null") : quoted(ckpt)) + ",\n";
+  j += "  \"ckpt_interval_s\": " + n("SCALEGUARD_CKPT_INTERVAL_S", "0") + ",\n";
+  j += "  \"restart_count\": " + restarts + "\n}\n";
+  return j;
+}
+
+// Writes plan.json into the job's user directory as this task's user (task_init has dropped
+// to it): the directory is opened without following links and must be ours; the file is
+// written under a name unique to this process and renamed into place, so tasks writing the
+// same job's plan at once never see a partial file. Returns the path, "" on failure.
+std::string write_plan_file(const std::string& text) {
+  if (plan_user_dir.empty()) return "";
+  const int dir = open(plan_user_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (dir < 0 || fstat(dir, &st) != 0 || st.st_uid != geteuid()) {
+    if (dir >= 0) close(dir);
+    slurm_error("scaleguard: %s is not this task's user's directory: no plan file", plan_user_dir.c_str());
+    return "";
+  }
+  const std::string tmp = ".plan.json." + std::to_string(getpid());
+  const int fd = openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ok = close(fd) == 0 && ok;
+  ok = ok && renameat(dir, tmp.c_str(), dir, "plan.json") == 0;
+  if (!ok) {
+    slurm_error("scaleguard: cannot write %s/plan.json: %m", plan_user_dir.c_str());
+    unlinkat(dir, tmp.c_str(), 0);
+  }
+  close(dir);
+  return ok ? plan_user_dir + "/plan.json" : "";
+}
+
+// What the ecosystem reads: torchelastic's run id and restart count (with GROUP_RANK, Lightning
+// takes the job for a torchrun one and follows RANK/WORLD_SIZE), Accelerate's
+// ParallelismConfig sizes and gradient accumulation, and the plan file.
+void ecosystem_vars(const Env& env, const Env& plan, const std::string& job, const std::string& node_id,
+                    EnvList& want) {
+  std::string restarts = get(env, "SLURM_RESTART_COUNT");
+  if (!digits(restarts)) restarts = "0";
+  want.emplace_back("TORCHELASTIC_RUN_ID", job);
+  want.emplace_back("TORCHELASTIC_RESTART_COUNT", restarts);
+  want.emplace_back("GROUP_RANK", node_id);
+  if (get(plan, "SCALEGUARD_STRATEGY").empty()) return;  // no plan: nothing more to follow
+  const auto degree = [&](const char* name) {
+    const std::string v = get(plan, name);
+    return digits(v) ? std::stol(v) : 1L;
+  };
+  const long tp = degree("SCALEGUARD_TP"), pp = degree("SCALEGUARD_PP"), dp = degree("SCALEGUARD_DP");
+  const bool sharded = get(plan, "SCALEGUARD_ZERO").empty() ? false : degree("SCALEGUARD_ZERO") > 0;
+  // Accelerate has no pipeline dimension, and refuses tp with plain (unsharded) replication:
+  // such plans get no ParallelismConfig rather than one that would fail or mean another layout.
+  if (pp == 1 && !(tp > 1 && dp > 1 && !sharded)) {
+    want.emplace_back("ACCELERATE_USE_PARALLELISM_CONFIG", "true");
+    want.emplace_back("PARALLELISM_CONFIG_DP_REPLICATE_SIZE", sharded ? "1" : std::to_string(dp));
+    want.emplace_back("PARALLELISM_CONFIG_DP_SHARD_SIZE", sharded ? std::to_string(dp) : "1");
+    want.emplace_back("PARALLELISM_CONFIG_TP_SIZE", std::to_string(tp));
+    want.emplace_back("PARALLELISM_CONFIG_CP_SIZE", "1");
+  }
+  if (const std::string acc = get(plan, "SCALEGUARD_ACCUMULATION"); digits(acc))
+    want.emplace_back("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", acc);
+  if (const std::string file = write_plan_file(plan_json(plan, job, restarts)); !file.empty())
+    want.emplace_back("SCALEGUARD_PLAN_FILE", file);
+}
+
 }  // namespace
 
 int remote_init(spank_t sp) { return register_options(sp); }
 
 // Root, in the task's process before Slurm drops to the job's user: the only moment the
 // plan files (root's, 0600) can be read for the task.
-int remote_task_init_privileged(spank_t sp) { return load_saved(item<uint32_t>(sp, S_JOB_ID)); }
+// Also makes the job's user's directory for the plan file (plan.cpp), which only root can.
+int remote_task_init_privileged(spank_t sp) {
+  const std::string job = item<uint32_t>(sp, S_JOB_ID);
+  if (load_saved(job) != 0) return kFail;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  plan_user_dir.clear();
+  if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS && spank_get_item(sp, S_JOB_GID, &gid) == ESPANK_SUCCESS)
+    plan_user_dir = make_user_dir(job, uid, gid);
+  return 0;
+}
 
 // Issue 25, class 7: a --requeue batch job can be requeued by its owner again and again (also
 // after it completed), and a scrontab entry runs again by the same requeue; each run is judged
@@ -187,8 +311,12 @@ int remote_task_init(spank_t sp) {
   EnvList want;
   // The plan job_submit/scaleguard attached (saved by the job prolog on this node, read by
   // task_init_privileged).
-  for (auto& kv : saved_plan(job)) want.push_back(std::move(kv));
-  if (!ckpt_dir.empty()) want.emplace_back("SCALEGUARD_CKPT_DIR", ckpt_dir);
+  Env plan;
+  for (auto& kv : saved_plan(job)) {
+    plan[kv.first] = env.count(kv.first) ? env[kv.first] : kv.second;  // what the task will see
+    want.push_back(std::move(kv));
+  }
+  if (!ckpt_dir.empty()) want.emplace_back("SCALEGUARD_CKPT_DIR", ckpt_dir), plan["SCALEGUARD_CKPT_DIR"] = ckpt_dir;
   // The batch script is one process whatever the job's task count; its steps get theirs.
   const bool batch = step_id == SLURM_BATCH_SCRIPT;
   want.emplace_back("RANK", batch ? "0" : item<uint32_t>(sp, S_TASK_GLOBAL_ID));
@@ -200,6 +328,7 @@ int remote_task_init(spank_t sp) {
   if (const auto first = first_host(nodes); first.ok()) want.emplace_back("MASTER_ADDR", master_addr(env, job, *first));
   else slurm_info("scaleguard: MASTER_ADDR not set: %s", first.error().str().c_str());
   want.emplace_back("MASTER_PORT", std::to_string(master_port(static_cast<uint32_t>(std::stoul(job)))));
+  ecosystem_vars(env, plan, job, batch ? "0" : item<uint32_t>(sp, S_JOB_NODEID), want);
   std::string error;
   if (!nccl_vars(env, want, error)) {
     slurm_error("scaleguard: %s", error.c_str());

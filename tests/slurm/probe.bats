@@ -112,7 +112,7 @@ submit_scale_out() {
   # The record: in the store, owned by root, named for its writer.
   record=$(field record)
   [ -f "$record" ] && [ "$(stat -c %u "$record")" = 0 ]
-  [[ $record == *.u0.rec ]]
+  [[ $record == "$STORE/u0/"*.u0.rec ]]
   grep -q "^job_id=$probe_job\$" "$record"
   submit_scale_out
   [[ $(job_field "$scale_job" NumNodes) =~ ^1(-1)?$ ]]
@@ -146,19 +146,20 @@ submit_scale_out() {
 @test "a user's own probe record tightens only that user's jobs and cannot loosen" {
   # The user forges a great record for the model under his own name: ignored for loosening.
   local fp
-  fp=$(grep '^fingerprint=' "$STORE"/*.u0.rec | head -n 1 | cut -d= -f2)
+  fp=$(grep -h '^fingerprint=' "$STORE"/u0/*.u0.rec | head -n 1 | cut -d= -f2)
   [ -n "$fp" ]
-  sed -e 's/^speedup=.*/speedup=0.05/' -e 's/^comm_ratio=.*/comm_ratio=50/' "$STORE/$fp".*.u0.rec > "$RUN_TMP/rec"
+  sed -e 's/^speedup=.*/speedup=0.05/' -e 's/^comm_ratio=.*/comm_ratio=50/' "$STORE/u0/$fp".*.u0.rec > "$RUN_TMP/rec"
   local uid
   uid=$(id -u "$SCALEGUARD_TEST_USER")
-  as_user "$RUN_TMP" cp rec "$STORE/$fp.p4d.24xlarge.r2n2.u$uid.rec"
+  as_user "$RUN_TMP" mkdir -p "$STORE/u$uid"
+  as_user "$RUN_TMP" cp rec "$STORE/u$uid/$fp.p4d.24xlarge.r2n2.u$uid.rec"
   # His own bad measurement tightens his own jobs...
   run as_user "$RUN_TMP" sbatch --test-only -N2 --gpus-per-node=8 --time=60 --train-model="$MODEL" --train-tokens=1T --wrap true
   assert_output --partial "your own probe"
   # ...but not root's (others' records are ignored).
   run sbatch --test-only -N2 --gpus-per-node=8 --time=60 --train-model="$MODEL" --train-tokens=1T --wrap true
   refute_output --partial "your own probe"
-  rm -f "$STORE/$fp.p4d.24xlarge.r2n2.u$uid.rec"
+  rm -f "$STORE/u$uid/$fp.p4d.24xlarge.r2n2.u$uid.rec"
 }
 
 @test "a --train-probe job larger than the probe budget is refused (no way around GPU-hour caps)" {
@@ -170,10 +171,10 @@ submit_scale_out() {
 
 @test "the probe stops within its budget and says so (a budget too small for 3 steps fails, stores nothing)" {
   local before
-  before=$(ls "$STORE" | wc -l)
+  before=$(find "$STORE" -type f | wc -l)
   run env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$SG" probe --policy "$PROBE_POLICY" \
     --model "$MODEL" --runner "$RUNNER" --launcher mpirun --device cpu --max-gpu-hours 0.0002 --workdir "$RUN_TMP/tiny"
   assert_failure
   assert_output --partial 'budget'
-  [ "$(ls "$STORE" | wc -l)" = "$before" ]
+  [ "$(find "$STORE" -type f | wc -l)" = "$before" ]
 }

@@ -319,6 +319,9 @@ TEST(Decide, PlanEnvironmentCarriesTheLayout) {
                         "SCALEGUARD_GPUS", "SCALEGUARD_NODES", "SCALEGUARD_CKPT_INTERVAL_S"})
     EXPECT_FALSE(env(d, k).empty()) << k;
   EXPECT_EQ(std::stoi(env(d, "SCALEGUARD_TP")) * std::stoi(env(d, "SCALEGUARD_PP")) * std::stoi(env(d, "SCALEGUARD_DP")), 8);
+  // The batch split and the bucket other trainers follow (the SPANK plugin's plan file).
+  EXPECT_GE(std::stoi(env(d, "SCALEGUARD_ACCUMULATION")), 1);
+  EXPECT_EQ(env(d, "SCALEGUARD_BUCKET_MB"), "25");  // the catalog's DDP bucket
   for (const auto& [k, v] : d.plan_env) {
     EXPECT_EQ(v.find_first_of(" \n="), std::string::npos) << k << "=" << v;
   }

@@ -56,11 +56,23 @@ struct Store {
     chmod(dir.c_str(), 01777);
   }
   ~Store() { std::system(("rm -rf '" + dir + "'").c_str()); }
-  std::string put(const std::string& name, const std::string& text, uid_t owner) const {
-    const std::string p = dir + "/" + name;
+  // The owner's directory u<owner> (made as `dir_owner`, default: the owner), as write_record makes it.
+  std::string sub(uid_t owner, uid_t dir_owner) const {
+    const std::string d = probe::owner_dir(dir, owner);
+    mkdir(d.c_str(), 0755);
+    if (chown(d.c_str(), dir_owner, dir_owner) != 0) ADD_FAILURE() << "chown " << d;
+    return d;
+  }
+  std::string sub(uid_t owner) const { return sub(owner, owner); }
+  // A file owned by `owner` in the directory of `in` (default: its owner's own).
+  std::string put(const std::string& name, const std::string& text, uid_t owner, uid_t in) const {
+    const std::string p = sub(in, in) + "/" + name;
     std::ofstream(p) << text;
     if (chown(p.c_str(), owner, owner) != 0) ADD_FAILURE() << "chown " << p;
     return p;
+  }
+  std::string put(const std::string& name, const std::string& text, uid_t owner) const {
+    return put(name, text, owner, owner);
   }
 };
 
@@ -114,7 +126,7 @@ TEST(ProbeStore, ConcurrentWritersNeverLeaveAPartialRecord) {
   std::atomic<long> reads{0}, bad{0};
   std::thread reader([&] {
     while (!done) {
-      std::ifstream in(s.dir + "/" + name);
+      std::ifstream in(probe::owner_dir(s.dir, geteuid()) + "/" + name);
       if (!in) continue;
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       ++reads;
@@ -148,7 +160,7 @@ TEST(ProbeStore, ConcurrentWritersNeverLeaveAPartialRecord) {
   EXPECT_EQ(bad.load(), 0) << "a reader saw a partial record";
   // One record left, no temporary files.
   int entries = 0;
-  for (const auto& n : {std::string("ls -A '") + s.dir + "' | wc -l"}) {
+  for (const auto& n : {std::string("ls -A '") + probe::owner_dir(s.dir, geteuid()) + "' | wc -l"}) {
     FILE* p = popen(n.c_str(), "r");
     ASSERT_TRUE(fscanf(p, "%d", &entries) == 1);
     pclose(p);
@@ -165,9 +177,9 @@ TEST(ProbeStore, TrustComesFromTheFileOwner) {
   s.put(probe::record_name(m, 1001), probe::format_record(m), 1001);
   m.speedup = 9;
   s.put(probe::record_name(m, 1002), probe::format_record(m), 1002);
-  // A file squatting on root's name but owned by a user is not root's.
+  // A file in root's directory but owned by a user is not root's.
   m.speedup = 7;
-  s.put(m.fingerprint + ".other.r2n2.u0.rec", probe::format_record(m), 1002);
+  s.put(m.fingerprint + ".other.r2n2.u0.rec", probe::format_record(m), 1002, 0);
   probe::StoreReader r;
   probe::ReadReport report;
   auto got = r.lookup(s.dir, m.fingerprint, 1001, {0}, &report);
@@ -187,6 +199,64 @@ TEST(ProbeStore, TrustComesFromTheFileOwner) {
   EXPECT_FALSE(report.problems.empty());  // the squatter is reported
   // Another user sees root's record only.
   EXPECT_EQ(r.lookup(s.dir, m.fingerprint, 1003, {0}).size(), 1u);
+  // A user squatting on another's directory name (u1004 made by 1002) hides only 1004's own
+  // records, and says so; root's record still applies.
+  s.sub(1004, 1002);
+  m.speedup = 0.4;
+  s.put(probe::record_name(m, 1004), probe::format_record(m), 1004, 1004);
+  chown(probe::owner_dir(s.dir, 1004).c_str(), 1002, 1002);
+  probe::ReadReport squat;
+  got = r.lookup(s.dir, m.fingerprint, 1004, {0}, &squat);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].trust, Trust::admin);
+  ASSERT_FALSE(squat.problems.empty());
+  EXPECT_NE(squat.problems.back().find("not the uid it names"), std::string::npos);
+}
+
+// Issue 25, class 8: users' names in the store (65,536 and more) cost a submission nothing and
+// hide no admin record: the reader never lists the store itself, only the owners' directories.
+TEST(ProbeStore, AFloodedStoreHidesNoAdminRecordAndIsNeverListed) {
+  Store s;
+  const uid_t me = geteuid();
+  Measurement m = sample();
+  ASSERT_TRUE(probe::write_record(s.dir, m).ok());
+  for (int i = 0; i < 70000; ++i) {  // junk, some of it named like records of this model
+    const std::string p = s.dir + "/" + m.fingerprint + ".junk" + std::to_string(i) + ".u0.rec";
+    const int fd = open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  probe::StoreReader r;
+  probe::ReadReport report;
+  auto got = r.lookup(s.dir, m.fingerprint, me + 1, {me}, &report);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].trust, Trust::admin);
+  EXPECT_TRUE(report.problems.empty()) << report.problems[0];
+  const long scans = r.scans();
+  for (int i = 0; i < 100; ++i) {  // more junk: the owners' directories did not change, no rescan
+    const std::string p = s.dir + "/more" + std::to_string(i);
+    close(open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    EXPECT_EQ(r.lookup(s.dir, m.fingerprint, me + 1, {me}).size(), 1u);
+  }
+  EXPECT_EQ(r.scans(), scans);
+}
+
+TEST(ProbeStore, AnOwnersFloodDropsOnlyThatOwnersRecords) {
+  if (!root()) GTEST_SKIP() << "needs root to create files owned by other users";
+  Store s;
+  Measurement m = sample();
+  s.put(probe::record_name(m, 0), probe::format_record(m), 0);
+  m.speedup = 0.5;
+  s.put(probe::record_name(m, 1001), probe::format_record(m), 1001);
+  for (std::size_t i = 0; i <= probe::kMaxOwnerEntries; ++i)
+    s.put("junk" + std::to_string(i), "", 1001);
+  probe::StoreReader r;
+  probe::ReadReport report;
+  auto got = r.lookup(s.dir, m.fingerprint, 1001, {0}, &report);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].trust, Trust::admin);
+  ASSERT_FALSE(report.problems.empty());
+  EXPECT_NE(report.problems[0].find("entries"), std::string::npos);
 }
 
 TEST(ProbeStore, SymlinksHardLinksFifosAndHugeFilesAreRefused) {
@@ -195,13 +265,13 @@ TEST(ProbeStore, SymlinksHardLinksFifosAndHugeFilesAreRefused) {
   Measurement m = sample();
   const std::string real = s.dir + "/../" + std::string("scaleguard-probe-target-") + std::to_string(getpid());
   std::ofstream(real) << probe::format_record(m);
-  const std::string base = m.fingerprint + ".p4d.24xlarge.";
+  const std::string base = s.sub(me) + "/" + m.fingerprint + ".p4d.24xlarge.";
   const std::string tag = ".u" + std::to_string(me) + ".rec";
-  ASSERT_EQ(symlink(real.c_str(), (s.dir + "/" + base + "r2n2" + tag).c_str()), 0);
-  ASSERT_EQ(link(real.c_str(), (s.dir + "/" + base + "r2n3" + tag).c_str()), 0);
-  ASSERT_EQ(mkfifo((s.dir + "/" + base + "r2n4" + tag).c_str(), 0644), 0);
-  std::ofstream(s.dir + "/" + base + "r2n5" + tag) << probe::format_record(m) << "# " << std::string(8000, 'x') << "\n";
-  std::ofstream(s.dir + "/" + base + "r2n6" + tag) << "format=1\nfingerprint=" << m.fingerprint << "\n";  // partial
+  ASSERT_EQ(symlink(real.c_str(), (base + "r2n2" + tag).c_str()), 0);
+  ASSERT_EQ(link(real.c_str(), (base + "r2n3" + tag).c_str()), 0);
+  ASSERT_EQ(mkfifo((base + "r2n4" + tag).c_str(), 0644), 0);
+  std::ofstream(base + "r2n5" + tag) << probe::format_record(m) << "# " << std::string(8000, 'x') << "\n";
+  std::ofstream(base + "r2n6" + tag) << "format=1\nfingerprint=" << m.fingerprint << "\n";  // partial
   probe::StoreReader r;
   probe::ReadReport report;
   EXPECT_TRUE(r.lookup(s.dir, m.fingerprint, me, {me}, &report).empty());  // no hang on the fifo either

@@ -21,7 +21,8 @@
 namespace scaleguard::probe {
 
 constexpr std::size_t kMaxRecordBytes = 4096;   // a record is ~500 bytes
-constexpr std::size_t kMaxDirEntries = 65536;   // names per directory scan; more: the store is not used
+constexpr std::size_t kMaxOwnerEntries = 1024;  // names in one owner's directory; more: that owner's records are not used
+constexpr std::size_t kMaxOwnerRecords = 256;   // records kept per owner and model
 constexpr int kMaxRescansPerSecond = 8;         // per model; a churning directory is served from the cache
 
 // key=value lines, one record (format_record writes exactly what parse_record accepts).
@@ -32,18 +33,24 @@ Result<Measurement> parse_record(std::string_view text);
 // atomically by each new probe of that writer.
 std::string record_name(const Measurement& m, uid_t uid);
 
-// Writes the record into `dir` as the calling user: a temporary file in the same directory
+// Each writer's records live in its own directory `<store>/u<uid>` (probe/README.md): only its
+// owner can add names there, so nobody's files can hide or slow down another owner's records.
+std::string owner_dir(const std::string& store, uid_t uid);
+
+// Writes the record into the calling user's directory of `store` (made 0755 on first use, used
+// only if it is the caller's and not writable by others): a temporary file in that directory
 // (O_CREAT|O_EXCL|O_NOFOLLOW), fsync, rename over the record, fsync of the directory. Readers
 // never see a partial record. Returns the record's path.
-Result<std::string> write_record(const std::string& dir, const Measurement& m, const std::string& model_spec = "");
+Result<std::string> write_record(const std::string& store, const Measurement& m, const std::string& model_spec = "");
 
 // Why a store or a record was not used (for logs); empty when all was well.
 struct ReadReport {
   std::vector<std::string> problems;
 };
 
-// Bounded, exception-free reading with a cache keyed by the directory's identity and mtime: a
-// lookup whose directory did not change since the last one costs one stat(). Thread-safe.
+// Bounded, exception-free reading with a cache keyed by each owner directory's identity and
+// mtime: a lookup costs one lstat() per owner that counts (the admins and the job's user) when
+// their directories did not change; the store's own listing is never read. Thread-safe.
 class StoreReader {
  public:
   StoreReader();
@@ -51,15 +58,23 @@ class StoreReader {
   StoreReader(const StoreReader&) = delete;
   StoreReader& operator=(const StoreReader&) = delete;
   // The records of `fingerprint` that a job of `job_uid` may use, each with its Trust set from
-  // its file's owner: uids in `admins` -> admin, `job_uid` -> own, others ignored. A store
-  // directory that others could tamper with (writable by group/others without the sticky bit,
-  // or owned by a user not in `admins`) is not used at all.
+  // its file's owner: read from `<dir>/u<uid>` of each uid in `admins` (-> admin) and of
+  // `job_uid` (-> own); others' directories are never opened. A store that others could tamper
+  // with (writable by group/others without the sticky bit, or owned by a user not in `admins`)
+  // is not used at all; an owner directory not owned by its uid, writable by others or with more
+  // than kMaxOwnerEntries names is not used (that owner's records only).
   std::vector<Measurement> lookup(const std::string& dir, const std::string& fingerprint, uid_t job_uid,
                                   const std::vector<uid_t>& admins, ReadReport* report = nullptr) noexcept;
   // How many directory scans the reader made (tests check the cache).
   long scans() const noexcept;
 
  private:
+  struct Owned {
+    Measurement m;
+    uid_t owner;
+  };
+  static void scan_owner(int store_fd, const std::string& store, uid_t owner, const std::string& fingerprint,
+                         std::vector<Owned>* records, std::vector<std::string>* problems);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

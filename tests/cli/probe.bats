@@ -12,6 +12,7 @@ setup() {
   cd "$SCALEGUARD_SOURCE_DIR"
   STORE=$(mktemp -d /tmp/scaleguard-cli-probe.XXXXXX)
   chmod 1777 "$STORE"
+  mkdir -m 0755 "$STORE/u0"   # records live in their owner's directory (probe/README.md)
 }
 teardown() { rm -rf "$STORE"; }
 
@@ -29,7 +30,7 @@ record() {  # record SPEEDUP COMM NODES TIME
 
 @test "decide fires min_doubling_speedup on a measured 2-GPU speedup and says so" {
   [ "$(id -u)" = 0 ] || skip "the store's trusted owner is root here (run as root)"
-  record 1.31 0.05 1 "$(date +%s)" > "$STORE/$(fingerprint).p4d.24xlarge.r2n1.u0.rec"
+  record 1.31 0.05 1 "$(date +%s)" > "$STORE/u0/$(fingerprint).p4d.24xlarge.r2n1.u0.rec"
   run sg decide --store "$STORE" --gpus 8 --time 3-00:00:00 --train-model "$MODEL" --train-tokens 3T
   assert_exit 3
   assert_output --partial "measured 1.31x on 2 GPUs in one node on 2026-12-04 (probe job 12) < 1.5x"
@@ -41,15 +42,15 @@ record() {  # record SPEEDUP COMM NODES TIME
 
 @test "stale, foreign-instance and other-layout records are not used" {
   [ "$(id -u)" = 0 ] || skip "run as root"
-  record 1.31 0.05 1 $(( $(date +%s) - 40 * 86400 )) > "$STORE/$(fingerprint).p4d.24xlarge.r2n1.u0.rec"
-  record 1.31 0.05 2 "$(date +%s)" > "$STORE/$(fingerprint).p4d.24xlarge.r2n2.u0.rec"
+  record 1.31 0.05 1 $(( $(date +%s) - 40 * 86400 )) > "$STORE/u0/$(fingerprint).p4d.24xlarge.r2n1.u0.rec"
+  record 1.31 0.05 2 "$(date +%s)" > "$STORE/u0/$(fingerprint).p4d.24xlarge.r2n2.u0.rec"
   run sg decide --store "$STORE" --gpus 8 --time 3-00:00:00 --train-model "$MODEL" --train-tokens 3T
   refute_output --partial "measured"
 }
 
 @test "a store others could tamper with (world-writable, no sticky bit) is not used, and says why" {
   [ "$(id -u)" = 0 ] || skip "run as root"
-  record 1.31 0.05 1 "$(date +%s)" > "$STORE/$(fingerprint).p4d.24xlarge.r2n1.u0.rec"
+  record 1.31 0.05 1 "$(date +%s)" > "$STORE/u0/$(fingerprint).p4d.24xlarge.r2n1.u0.rec"
   chmod 0777 "$STORE"
   run sg decide --store "$STORE" --gpus 8 --time 3-00:00:00 --train-model "$MODEL" --train-tokens 3T
   assert_output --partial "sticky bit"

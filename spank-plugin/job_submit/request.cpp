@@ -256,7 +256,12 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
   r.exclusive = r.exclusive || job.shared == JOB_SHARED_TOPO;  // whole nodes of a whole segment
 #endif
   // --core-spec under AllowSpecResourcesUsage: Slurm gives the whole node (job_mgr.c, whole_node).
-  r.exclusive = r.exclusive || (job.core_spec != NO_VAL16 && (slurm_conf.conf_flags & CTL_CONF_ASRU));
+#ifdef CONF_FLAG_ASRU  // 25.11 renamed the flag
+  const bool spec_resources_usage = slurm_conf.conf_flags & CONF_FLAG_ASRU;
+#else
+  const bool spec_resources_usage = slurm_conf.conf_flags & CTL_CONF_ASRU;
+#endif
+  r.exclusive = r.exclusive || (job.core_spec != NO_VAL16 && spec_resources_usage);
   r.het_component = job.het_job_offset == NO_VAL ? -1 : static_cast<int>(job.het_job_offset);
   if (!read_count(job.req_nodes, true, &r.nodes_listed, error) ||
       !read_count(job.array_inx, false, &r.array_tasks, error))

@@ -105,7 +105,8 @@ update_open_nodes() {
   run as_user "$DV_TMP" scontrol update jobid="$job_id" NumTasks=6
   assert_success
   run slurm_gpus "$job_id"
-  if slurm_at_least 23.11; then assert_output 6; else assert_output --regexp '^[26]$'; fi
+  # 23.11.11 live kept 2 as well (seen 2026-12-05): the plugin judged 6 either way.
+  assert_output --regexp '^[26]$'
 }
 
 @test "class 2: NumNodes=1- (an open range) is judged at the partition's nodes" {
@@ -115,7 +116,9 @@ update_open_nodes() {
   assert_success
   job_id=$(parsed_job_id)
   run update_open_nodes "$job_id" 1
-  assert_failure
+  # Refused by the plugin, or (23.11 scontrol, exit 0) already by the client; the node count
+  # below is what shows no open range was granted.
+  [ "$status" -ne 0 ] || [[ "$output" == *"less than minimum node count"* ]] || fail "open range accepted: $output"
   run job_field "$job_id" NumNodes
   assert_output --regexp '^1(-1)?$'
   # A job whose GPUs do not grow with its nodes (--gpus=2 in all) may take an open range.

@@ -262,7 +262,9 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
   const bool spec_resources_usage = slurm_conf.conf_flags & CTL_CONF_ASRU;
 #endif
   r.exclusive = r.exclusive || (job.core_spec != NO_VAL16 && spec_resources_usage);
-  r.het_component = job.het_job_offset == NO_VAL ? -1 : static_cast<int>(job.het_job_offset);
+  // Slurm keeps offsets below MAX_HET_JOB_COMPONENTS; an absurd one stays a (non-leader)
+  // component, bounded so the record's offset + 1 still fits (fuzz: offset 2130706432).
+  r.het_component = job.het_job_offset == NO_VAL ? -1 : from_u32(job.het_job_offset);
   if (!read_count(job.req_nodes, true, &r.nodes_listed, error) ||
       !read_count(job.array_inx, false, &r.array_tasks, error))
     return false;

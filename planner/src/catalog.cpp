@@ -79,7 +79,8 @@ Result<Catalog> load_catalog(const std::string& path) {
             {"step_overhead_s", Field::number, &a.step_overhead_s, 0, 60, false, "seconds per optimizer step"},
             {"collective_latency_intra_us", Field::number, &a.collective_latency_intra_us, 0, 1e5, false, "microseconds per hop"},
             {"collective_latency_inter_us", Field::number, &a.collective_latency_inter_us, 0, 1e5, false, "microseconds per hop"},
-            {"bucket_mb", Field::number, &a.bucket_mb, 0.1, 1e5, false, "MB per gradient bucket"}});
+            {"bucket_mb", Field::number, &a.bucket_mb, 0.1, 1e5, false, "MB per gradient bucket"},
+            {"model_uncertainty", Field::number, &a.model_uncertainty, 0, 1, false, "relative band, fraction 0-1"}});
         if (!ok) return ok.error();
       } else if (sec.kind == "gpu") {
         if (sec.name.empty()) return section_error(f, sec, "GPU section without a name", "write [gpu A100-80GB]");

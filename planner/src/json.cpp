@@ -111,6 +111,7 @@ std::string to_json(const Decision& d) {
   for (const auto& r : d.rules) j["rules"].push_back({{"id", r.id}, {"action", to_string(r.action)}, {"detail", r.detail}});
   j["summary"] = d.summary;
   j["message"] = d.message;
+  if (d.model_band > 0) j["model_band"] = d.model_band;
   j["plan"] = d.plan_json.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(d.plan_json, nullptr, false);
   nlohmann::json rw = nlohmann::json::object();
   if (d.rewrite.gpus_total) rw["gpus"] = *d.rewrite.gpus_total;

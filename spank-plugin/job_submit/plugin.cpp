@@ -70,6 +70,26 @@ scaleguard::Decision input_refusal(const std::string& message) {
 }
 
 // A submission with GPUs but no judgement would bypass the policy: refuse on any failure.
+// --reservation without --partition (issue 25, class 10): slurmctld takes the reservation's
+// partition after job_submit (job_mgr.c, _get_job_parts), which a plugin cannot see. The job is
+// judged as a list of every governed partition Slurm has: whichever it picks, that partition's
+// rules held, and one that refuses is left out of the list the job is rewritten to.
+bool judge_in_every_partition(const job_desc_msg_t& job, const scaleguard::Policy& policy,
+                              scaleguard::JobRequest* request) {
+  if (!request->partition.empty() || !job.reservation || !*job.reservation) return false;
+  std::string list;
+  int listed = 0;
+  for (const auto& p : policy.partitions) {
+    std::string name = p.name;  // find_part_record takes a char*, and does not keep it
+    if (find_part_record && !find_part_record(name.data())) continue;  // not in this cluster
+    if (++listed > 32) break;  // decide()'s bound on a partition list
+    list += (list.empty() ? "" : ",") + p.name;
+  }
+  if (listed == 0) return false;
+  request->partition = list;
+  return true;
+}
+
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return internal_error("job_submit", "no policy loaded", err_msg);
@@ -89,6 +109,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
     return error.code;
   }
   entry.array_tasks = std::max(1, request.array_tasks);
+  const bool via_reservation = judge_in_every_partition(*job, *policy, &request);
   if (request.het_component > 0 && (t_het.uid != entry.uid || t_het.next != request.het_component)) {
     auto d = input_refusal("scaleguard: het job component " + std::to_string(request.het_component) +
                            " arrived without the components before it; submit the het job again");
@@ -115,6 +136,10 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
       t_het.budget_tickets.push_back(budget.ticket);
     }
   }
+  if (via_reservation && decision.action != Action::accept)
+    decision.message = "scaleguard: --reservation without --partition: Slurm picks the reservation's partition "
+                       "after this check, so the job was judged in every partition (" + request.partition +
+                       "); name one with --partition. " + decision.message;
   auto applied = sg_slurm::apply_decision(decision, request, entry.id, job, err_msg);
   entry.decision = &decision;
   entry.budgets_json = budget.audit_json;

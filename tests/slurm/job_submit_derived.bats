@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
-# Issue 25, classes 1 to 4, as the non-root test user with max_job_gpu_hours = 150 reject:
+# Issue 25, classes 1 to 4 and 10, as the non-root test user with max_job_gpu_hours = 150 reject:
 # GPUs Slurm derives after job_submit (--ntasks-per-gpu), open node ranges in updates, GRES
 # counts in Slurm's own grammar (gpu:a100=8, kb/kib/... suffixes, zero-count entries) and het
-# job updates. Each shape got past the cap before. Works on a copy of configs/ with an audit
+# job updates; the partition a reservation gives after job_submit. Each shape got past the cap before. Works on a copy of configs/ with an audit
 # file; restores the cluster's policy afterwards.
 
 load helpers
@@ -24,6 +24,7 @@ setup_file() {
 
 teardown_file() {
   scancel --quiet --name=sg-dv 2>/dev/null || true
+  sleep 1; scontrol delete reservation=sg-dv-spot 2>/dev/null || true
   cp "$DV_TMP/settings.orig" "$SETTINGS"
   restart_slurmctld
   rm -rf "$DV_TMP"
@@ -104,9 +105,24 @@ update_open_nodes() {
   # keeps the 2 it derived at submission: at most what was judged either way.
   run as_user "$DV_TMP" scontrol update jobid="$job_id" NumTasks=6
   assert_success
-  run slurm_gpus "$job_id"
-  # 23.11.11 live kept 2 as well (seen 2026-12-05): the plugin judged 6 either way.
-  assert_output --regexp '^[26]$'
+  # Seen live 2026-12-05/06: 23.11.11 kept 2 as well; 25.11.7 drops the derived GPUs on this
+  # update (ReqTRES without gres/gpu) and holds the job as BadConstraints: it never starts.
+  # Either way Slurm never holds more than the 6 the plugin judged.
+  scontrol release "$job_id"
+  local i state reason
+  for ((i = 0; i < 300; i++)); do
+    state=$(job_field "$job_id" JobState) reason=$(job_field "$job_id" Reason)
+    [ "$state" = COMPLETED ] || [ "$reason" = BadConstraints ] && break
+    sleep 0.2
+  done
+  if [ "$reason" = BadConstraints ]; then
+    run job_field "$job_id" ReqTRES
+    refute_output --partial 'gres/gpu'
+  else
+    assert_equal "$state" COMPLETED
+    run bash -c "scontrol show job -d $job_id | tr -s ' ' '\\n' | sed -n 's/^JOB_GRES=gpu:a100://p' | head -n 1"
+    assert_output --regexp '^[26]$'
+  fi
 }
 
 @test "class 2: NumNodes=1- (an open range) is judged at the partition's nodes" {
@@ -187,4 +203,37 @@ update_open_nodes() {
   run job_field "$((job_id + 1))" TimeLimit
   assert_output 09:00:00
   assert_slurmctld_alive
+}
+
+@test "class 10: --reservation without -p is judged in every partition, not the default's alone" {
+  # gpu-od (the default) allows 1000 GPU-hours, gpu-spot keeps the 150 cap. A reservation on
+  # gpu-spot: Slurm puts a job without -p there after job_submit. Before, the plugin judged the
+  # default partition only: 8 GPUs x 20 h = 160 was accepted and ran in gpu-spot over its cap.
+  sed -i '/^\[partition gpu-od\]/a max_job_gpu_hours = 1000 reject' "$DV_TMP/policy.ini"
+  restart_slurmctld
+  run scontrol create reservation=sg-dv-spot StartTime=now Duration=120 Users=sguser \
+    PartitionName=gpu-spot Nodes=ALL Flags=IGNORE_JOBS
+  assert_success
+  # 1 GPU x 2 h: accepted; Slurm takes gpu-spot, and the spot rules (requeue, USR1) hold.
+  run as_user "$DV_TMP" sbatch -J sg-dv -H --parsable --reservation=sg-dv-spot --gpus=1 -t 2:00:00 --wrap true
+  assert_success
+  job_id=$(parsed_job_id)
+  run job_field "$job_id" Partition
+  assert_output gpu-spot
+  run job_comment "$job_id"
+  assert_output --partial ';rq=1;sig=300;p=gpu-od%2Cgpu-spot'
+  # 160 GPU-hours: gpu-spot refuses, so the job is kept out of it (rewritten to gpu-od) or
+  # refused; it never lands in gpu-spot.
+  run as_user "$DV_TMP" sbatch -J sg-dv -H --parsable --reservation=sg-dv-spot --gpus=8 -t 20:00:00 --wrap true
+  if [ "$status" -eq 0 ]; then
+    job_id=$(parsed_job_id)
+    run job_field "$job_id" Partition
+    assert_output gpu-od
+  else
+    assert_output --partial '--reservation without --partition'
+  fi
+  sed -i '/^max_job_gpu_hours = 1000 reject$/d' "$DV_TMP/policy.ini"
+  scancel --quiet --name=sg-dv
+  for ((i = 0; i < 50; i++)); do scontrol delete reservation=sg-dv-spot 2>/dev/null && break; sleep 0.2; done
+  restart_slurmctld
 }

@@ -240,6 +240,48 @@ TEST(Validation, HeldOutMeanAbsolutePercentageErrors) {
   EXPECT_LE(hours / n_hours, kHeldOutGpuHoursMape);
 }
 
+// Issue 29: MAPE per group, fitted and unfitted rows apart. Steady-state throughput must be
+// within 10% in both the fit and the held-out group (and the pinned Megatron layouts within
+// 5%); whole runs are reported (their GPU-hours bound is the 15% of the test above: issue 29
+// item 2, GPU-hours of full runs within 10%, is not done); `beyond` rows are reported only.
+// ctest runs this as `validation.mape` (label validation).
+TEST(Validation, MapePerGroup) {
+  struct Group {
+    explicit Group(const char* label) : name(label) {}
+    const char* name;
+    double sum = 0;
+    int n = 0;
+    double worst = 0;
+    std::string worst_id;
+  };
+  Group fit{"steady-state throughput, fit rows"}, held{"steady-state throughput, held-out rows"},
+      megatron{"pinned Megatron-LM layouts (narayanan2021, korthikanti2022)"},
+      whole{"whole runs, GPU-hours (held out)"}, beyond{"beyond the model (reported only)"};
+  for (const auto& r : runs()) {
+    const double err = error_of(r);
+    const bool pinned_megatron = r.kind == "bench" && (r.id.rfind("meg21-", 0) == 0 || r.id.rfind("korth-", 0) == 0);
+    std::vector<Group*> in;
+    if (r.kind == "bench") in.push_back(r.set == "fit" ? &fit : &held);
+    if (pinned_megatron) in.push_back(&megatron);
+    if (r.kind == "beyond") in.push_back(&beyond);
+    const double e = r.kind == "e2e" ? std::fabs(1 / (1 + err) - 1) : std::fabs(err);
+    if (r.kind == "e2e") in.push_back(&whole);
+    for (Group* g : in) {
+      g->sum += e, ++g->n;
+      if (e > g->worst) g->worst = e, g->worst_id = r.id;
+    }
+  }
+  std::printf("| group | rows | MAPE | worst |\n|---|---|---|---|\n");
+  for (const Group* g : {&fit, &held, &megatron, &whole, &beyond})
+    std::printf("| %s | %d | %.1f%% | %.0f%% (%s) |\n", g->name, g->n, g->n ? 100 * g->sum / g->n : 0.0,
+                100 * g->worst, g->worst_id.c_str());
+  ASSERT_GE(fit.n, 5);
+  ASSERT_GE(held.n, 5);
+  EXPECT_LE(fit.sum / fit.n, 0.10) << fit.name;
+  EXPECT_LE(held.sum / held.n, 0.10) << held.name;
+  EXPECT_LE(megatron.sum / megatron.n, 0.05) << megatron.name;
+}
+
 TEST(Validation, WholeRunsStayWithinTheReportedBand) {
   for (const auto& r : runs()) {
     if (r.kind != "e2e") continue;

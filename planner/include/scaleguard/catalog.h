@@ -68,6 +68,11 @@ struct Assumptions {
   double collective_latency_intra_us = 0;  // per ring/tree hop inside a node
   double collective_latency_inter_us = 0;  // per hop between nodes
   double bucket_mb = 25;               // DDP gradient bucket (PyTorch default 25 MB)
+  // The model's own stated error (docs/validation.md: the held-out throughput MAPE bound the
+  // validation test enforces). decide() rewrites on a predicted comm ratio or doubling speedup
+  // only when it is past the policy threshold by more than this relative band; inside the
+  // band the rule warns (issue 29). 0 = judge the point prediction.
+  double model_uncertainty = 0;
 };
 
 struct Catalog {

@@ -115,6 +115,10 @@ struct Decision {
   // MICRO_BATCH, GPUS, NODES, CKPT_DIR, CKPT_INTERVAL_S, PLAN). Values are plain tokens.
   std::vector<std::pair<std::string, std::string>> plan_env;
   std::string plan_json;           // the plan as JSON (same fields as `scaleguard plan --json`)
+  // The relative band the model's predicted comm ratio and doubling speedup were judged with
+  // (catalog model_uncertainty; 0 = none judged): a prediction within it of max_comm_ratio or
+  // min_doubling_speedup is warned, not rewritten. The rule's detail gives the band's ends.
+  double model_band = 0;
 };
 
 // Pure, deterministic, no I/O, no exceptions escape (noexcept: a bug yields a reject

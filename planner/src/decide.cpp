@@ -554,14 +554,15 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
       // The model's own error (docs/validation.md): a prediction past a threshold by less than
       // it is warned, not rewritten; the band is reported in the rule's detail and d.model_band.
       const double u = hw.assume.model_uncertainty;
-      const std::string band_note = text::format("the model's +-%.0f%% band", 100 * u);
+      // Built only when a rule fires (decide() stays allocation-light on the accept path).
+      auto band_note = [u] { return text::format("the model's +-%.0f%% band", 100 * u); };
       if (j.on(RuleId::max_comm_ratio) || j.on(RuleId::min_doubling_speedup)) d.model_band = u;
       if (j.on(RuleId::max_comm_ratio) && chosen.comm_ratio > j.threshold(RuleId::max_comm_ratio) &&
           chosen.comm_ratio / (1 + u) <= j.threshold(RuleId::max_comm_ratio)) {
         j.warn_within_band(RuleId::max_comm_ratio,
                            "predicted comm ratio " + text::num(chosen.comm_ratio, 3) + " (" +
                                text::num(chosen.comm_ratio / (1 + u), 3) + "-" +
-                               text::num(chosen.comm_ratio * (1 + u), 3) + " within " + band_note + ") on " +
+                               text::num(chosen.comm_ratio * (1 + u), 3) + " within " + band_note() + ") on " +
                                gpus_str(chosen.gpus) + " is within the model's error of " +
                                text::num(j.threshold(RuleId::max_comm_ratio)) + ": warned, not rewritten");
       } else if (j.on(RuleId::max_comm_ratio) && chosen.comm_ratio > j.threshold(RuleId::max_comm_ratio)) {
@@ -574,7 +575,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
         std::string detail = "comm ratio " + text::num(chosen.comm_ratio, 2) + " > " +
                              text::num(j.threshold(RuleId::max_comm_ratio)) + " on " + gpus_str(chosen.gpus) +
                              (u > 0 ? " (" + text::num(chosen.comm_ratio / (1 + u), 2) + "-" +
-                                          text::num(chosen.comm_ratio * (1 + u), 2) + " within " + band_note + ")"
+                                          text::num(chosen.comm_ratio * (1 + u), 2) + " within " + band_note() + ")"
                                     : std::string()) +
                              ": more GPUs mostly wait for the network";
         if (cap) detail += "; " + plan_line(cap.value());
@@ -592,13 +593,13 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
                                text::format("going from %d to %d GPUs speeds up %.2fx (%.2f-%.2fx within %s), within "
                                             "the model's error of %s: warned, not rewritten",
                                             chosen.gpus / 2, chosen.gpus, speedup, speedup / (1 + u), speedup * (1 + u),
-                                            band_note.c_str(), text::num(j.threshold(RuleId::min_doubling_speedup)).c_str()));
+                                            band_note().c_str(), text::num(j.threshold(RuleId::min_doubling_speedup)).c_str()));
           } else if (speedup < j.threshold(RuleId::min_doubling_speedup)) {
             if (j.fire(RuleId::min_doubling_speedup,
                        text::format("going from %d to %d GPUs speeds up only %.2fx < %s", chosen.gpus / 2, chosen.gpus,
                                     speedup, text::num(j.threshold(RuleId::min_doubling_speedup)).c_str()) +
                            (u > 0 ? text::format(" (%.2f-%.2fx within %s)", speedup / (1 + u), speedup * (1 + u),
-                                                 band_note.c_str())
+                                                 band_note().c_str())
                                   : std::string()) +
                            "; " + plan_line(half.value())))
               new_gpus = half.value().gpus, new_nodes = half.value().nodes, chosen = half.value();

@@ -279,40 +279,75 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
     const double latency = bw == intra ? alpha : 0;
     p.pp_comm_seconds = 2.0 * mb * (bytes / bw + latency) * l.interleave;  // every chunk boundary is crossed
   }
-  // Data parallel: ring all-reduce 2(d-1)/d of the gradients (ZeRO-1/2: reduce-scatter +
-  // all-gather, same volume; ZeRO-3 adds parameter all-gathers: 1.5x). Inside a node over
-  // NVLink; across nodes the node's network carries every DP group on that node.
+  // Data parallel (issue 29: from first principles at scale). The collective NCCL runs for a
+  // DP group of d ranks, m of them on each of n nodes (d = n*m):
+  //  - one node: a ring over NVLink, 2(d-1)/d of the bytes per rank;
+  //  - several: hierarchical -- reduce-scatter inside the node over NVLink ((m-1)/m), an
+  //    all-reduce of each rank's 1/m shard between nodes (2(n-1)/n of bytes/m), all-gather
+  //    inside the node ((m-1)/m). Between nodes each GPU has its share of the node's network
+  //    (rails x per-rail bandwidth = the catalog's network_gbps, over the node's g GPUs: every
+  //    GPU of the node is in some DP group and they all reduce at once).
+  // Gradients are reduced in the precision they are trained in (2 bytes mixed, 4 fp32).
+  // ZeRO-1/2 (the distributed optimizer) reduce-scatters the gradients and all-gathers the
+  // updated weights: the same bytes as the all-reduce, in two halves that overlap different
+  // work (below). ZeRO-3 also gathers the weights for the forward and again for the backward.
   const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
                             double(m.vocab) * m.hidden / l.tp;
   if (l.dp > 1) {
-    const double bytes = params_gpu * grad_bytes(m.precision) * (l.zero == 3 ? 1.5 : 1.0);
-    double seconds_per_byte = 0;
-    if (l.tp * l.dp <= g) {
-      seconds_per_byte = 2.0 * (l.dp - 1) / l.dp / intra;
-    } else {
-      const int members_on_node = std::max(1, std::min(l.dp, g / l.tp));
-      const double groups_on_node = double(g) / members_on_node;
-      seconds_per_byte = 2.0 * (l.dp - 1) / l.dp * groups_on_node / inter;
-    }
+    const double grad_b = params_gpu * grad_bytes(m.precision);
+    const double bytes = grad_b * (l.zero == 3 ? 1.5 : 1.0);
+    const int per_node = std::max(1, std::min(l.dp, g / l.tp));  // m
+    const int dp_nodes = (l.dp + per_node - 1) / per_node;         // n
     // Latency (alpha-beta): each collective pays a start-up per hop. A ring has 2(d-1) hops;
-    // NCCL's tree 2*log2(nodes) between nodes plus a chain inside each; it takes the faster.
-    const int per_node = std::max(1, std::min(l.dp, g / l.tp));
-    const int dp_nodes = (l.dp + per_node - 1) / per_node;
+    // NCCL's tree 2*log2(nodes) between nodes plus a chain inside each.
     const double intra_us = hw.gpu.comm_alpha_s >= 0 ? hw.gpu.comm_alpha_s * 1e6 : a.collective_latency_intra_us;
     const double inter_us = a.collective_latency_inter_us;
     const double ring_us = 2.0 * ((l.dp - dp_nodes) * intra_us + (dp_nodes > 1 ? dp_nodes * inter_us : (dp_nodes - 1) * intra_us));
     const double tree_us = 2.0 * (std::ceil(std::log2(double(dp_nodes))) * inter_us + (per_node - 1) * intra_us);
-    const double hop_s = std::min(ring_us, tree_us) * 1e-6;
     // DDP all-reduces in buckets (each one a collective); ZeRO-3 gathers and reduces per layer.
     const double bucket = a.bucket_mb * 1e6;
     const double calls = l.zero == 3 ? 3.0 * layers_stage : std::max(1.0, std::ceil(bytes / bucket));
+    // Seconds per byte of the all-reduce of a rank's `bytes` (reduce + gather). Inside a node:
+    // the NVLink ring. Across nodes NCCL picks the faster of a flat ring (every node's network
+    // carries 2(d-1)/d of the bytes for each of its g/m DP groups) and the hierarchical
+    // (tree) schedule (2(n-1)/n of each rank's 1/m shard, plus the NVLink phases).
+    double seconds_per_byte = 0, hop_s = 0;
+    if (l.tp * l.dp <= g) {
+      seconds_per_byte = 2.0 * (l.dp - 1) / l.dp / intra;
+      hop_s = std::min(ring_us, tree_us) * 1e-6;
+    } else {
+      const double share = inter / g;  // this GPU's part of the node's network, bytes/s
+      const double ring_spb = 2.0 * (l.dp - 1) / l.dp / (share * per_node);
+      const double tree_spb = 2.0 * (per_node - 1) / per_node / intra +
+                              2.0 * (dp_nodes - 1) / dp_nodes / per_node / share;
+      const double ring_s = bytes * ring_spb + calls * ring_us * 1e-6;
+      const double tree_s = bytes * tree_spb + calls * tree_us * 1e-6;
+      seconds_per_byte = ring_s <= tree_s ? ring_spb : tree_spb;
+      hop_s = (ring_s <= tree_s ? ring_us : tree_us) * 1e-6;
+    }
     p.dp_comm_seconds = bytes * seconds_per_byte + calls * hop_s;
-    // Only the last micro-batch's backward can hide it (earlier ones accumulate locally),
-    // and never the last bucket: it is reduced after the backward pass has ended.
+    // Overlap. Earlier micro-batches accumulate locally, so only the last micro-batch's
+    // backward can hide the gradient reduction (`comm_overlap` of it), and never the last
+    // bucket: it is reduced after the backward pass has ended. With pipelining the first
+    // stage finishes last (1F1B), so its reduction is the one on the critical path.
+    const double per_mb = p.compute_seconds / mb;
     const double backward_share = l.recompute == Recompute::full ? 6.0 / 8 : 4.0 / 6;
-    const double window = hw.assume.comm_overlap * backward_share * p.compute_seconds / mb;
+    const double window = hw.assume.comm_overlap * backward_share * per_mb;
     const double tail = std::min(bytes, bucket) * seconds_per_byte + hop_s;
-    p.dp_exposed_seconds = std::max(tail, p.dp_comm_seconds - window);
+    if (l.zero == 1 || l.zero == 2) {
+      // Distributed optimizer (Megatron-Core's overlap-grad-reduce + overlap-param-gather):
+      // the gradient reduce-scatter hides behind the last backward as above; the weight
+      // all-gather (its half of the bytes) behind the next step's first forward, bucket by
+      // bucket, the first bucket exposed. A framework that reduces after the backward
+      // (comm_overlap = 0) overlaps neither.
+      const double half = p.dp_comm_seconds / 2;
+      const double forward_share = l.recompute == Recompute::full ? 2.0 / 8 : 2.0 / 6;
+      const double fwd_window = hw.assume.comm_overlap * forward_share * per_mb;
+      const double half_tail = std::min(bytes, bucket) * seconds_per_byte / 2 + hop_s;
+      p.dp_exposed_seconds = std::max(half_tail, half - window) + std::max(half_tail, half - fwd_window);
+    } else {
+      p.dp_exposed_seconds = std::max(tail, p.dp_comm_seconds - window);
+    }
     p.dp_elements = params_gpu;
     p.dp_bytes = bytes;
     p.dp_rank_bytes_per_s = 2.0 * (l.dp - 1) / l.dp / seconds_per_byte;

@@ -110,6 +110,29 @@ TEST(AtScale, PublishedGpt3On1024A100sIsAcceptedUnderTheShippedPolicy) {
   EXPECT_LT(plan["comm_ratio"].get<double>(), 0.3) << d.plan_json;
 }
 
+// The same paper's largest run: 1T parameters (128 layers, hidden 25600, 160 heads) on 3072
+// A100s of Selene at 163 TFLOP/s per GPU (52% of peak; Table 1, tp8 x pp64 x dp6). One day
+// of it as one job (3072 x 24 = 73,728 GPU-hours, inside max_job_gpu_hours); the layout is
+// decide()'s own.
+TEST(AtScale, PublishedOneTrillionOn3072A100sIsAcceptedUnderTheShippedPolicy) {
+  const Policy pol = with_partition(1600, Fabric::ib);
+  JobRequest j = gpt3_job(3072);
+  j.model = "layers=128,hidden=25600,heads=160,seq=2048,vocab=51200";
+  j.time_limit_min = 24 * 60;
+  const Decision d = decide(j, pol);
+  std::printf("%s\n%s\n", d.summary.c_str(), d.message.c_str());
+  const auto plan = nlohmann::json::parse(d.plan_json.empty() ? "{}" : d.plan_json);
+  ASSERT_TRUE(plan.contains("gpus")) << d.message;
+  EXPECT_EQ(plan["gpus"], 3072);
+  for (const char* id : {"max_comm_ratio", "min_doubling_speedup"}) {
+    const RuleHit* h = hit(d, id);
+    EXPECT_TRUE(h == nullptr || h->action == Action::warn) << id << ": " << d.message;
+  }
+  EXPECT_FALSE(d.rewrite.gpus_total.has_value()) << d.message;
+  EXPECT_NE(d.action, Action::reject) << d.message;
+  EXPECT_GT(plan["mfu"].get<double>(), 0.30) << d.plan_json;
+}
+
 TEST(AtScale, TheSameModelOverOneGigabitEthernetIsStillRewritten) {
   Policy pol = with_partition(1, Fabric::ethernet);
   // Let the communication rule decide alone (multi_node_fabric would refuse the fabric first).

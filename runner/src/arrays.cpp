@@ -200,9 +200,11 @@ class H5Data : public ArrayData {
         ar.is_signed = H5Tget_sign(type) != H5T_SGN_NONE;
       } else {
         H5Tclose(type);
-        throw RunError("data " + path + ": dataset '" + name + "' has an unsupported dtype (HDF5 class " +
-                       std::to_string(static_cast<int>(cls)) + ", " + std::to_string(size) +
-                       " bytes): float32/float64 or 1-8 byte integers only");
+        static const char* classes[] = {"integer", "float", "time", "string", "bitfield", "opaque",
+                                        "compound", "reference", "enum", "variable-length", "array"};
+        const std::string cname = cls >= 0 && cls <= 10 ? classes[cls] : "class " + std::to_string(static_cast<int>(cls));
+        throw RunError("data " + path + ": dataset '" + name + "' has an unsupported dtype (HDF5 " + cname + ", " +
+                       std::to_string(size) + " bytes): float32/float64 or 1-8 byte integers only");
       }
       H5Tclose(type);
       ar.item_bytes = static_cast<int>(size);

@@ -46,7 +46,8 @@ po::options_description train_options(Config& c) {
      "u16/u32 token array (nanoGPT's train.bin); memory-mapped, shared by the ranks of a node")
     ("data-format", po::value(&c.data_format)->default_value(c.data_format),
      "auto (by the file's header; a directory or .npy: npy; the HDF5 signature: h5) | sg | llmc | u16 | u32 (raw "
-     "arrays need --data-vocab) | h5 (datasets x, y; first dimension = samples) | npy (DIR with x.npy, y.npy)")
+     "arrays need --data-vocab) | megatron (Megatron-LM's PREFIX.bin + PREFIX.idx; auto when PREFIX.idx exists) | h5 "
+     "(datasets x, y; first dimension = samples) | npy (DIR with x.npy, y.npy)")
     ("data-vocab", po::value(&c.data_vocab)->default_value(c.data_vocab),
      "vocabulary the tokens were made with; must equal vocab-size (0 = not stated; required for u16/u32)")
     ("synthetic", po::value(&c.synthetic)->default_value(c.synthetic),
@@ -279,8 +280,9 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
     require(every.ok(), every.ok() ? "" : "ckpt-every: " + every.error().message + " (" + every.error().hint + ")");
   }
   require(cfg.data_format == "auto" || cfg.data_format == "sg" || cfg.data_format == "llmc" ||
-              cfg.data_format == "u16" || cfg.data_format == "u32" || cfg.data_format == "h5" || cfg.data_format == "npy",
-          "data-format must be auto, sg, llmc, u16, u32, h5 or npy, not '" + cfg.data_format + "'");
+              cfg.data_format == "u16" || cfg.data_format == "u32" || cfg.data_format == "h5" || cfg.data_format == "npy" ||
+              cfg.data_format == "megatron",
+          "data-format must be auto, sg, llmc, u16, u32, megatron, h5 or npy, not '" + cfg.data_format + "'");
   require(cfg.data_vocab >= 0, "data-vocab >= 0");
   require(cfg.compress == "none" || cfg.compress.compare(0, 5, "topk:") == 0,
           "compress must be none or topk:RATIO (e.g. topk:0.01), not '" + cfg.compress + "'");

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "config.h"
 
@@ -86,10 +88,100 @@ uint64_t prep_tokens(const std::vector<std::string>& inputs, const std::string& 
   return count;
 }
 
-Tokens Tokens::open(const std::string& path, int64_t vocab_size, const std::string& format, int64_t data_vocab) {
+namespace {
+
+// Megatron-LM's indexed dataset (megatron/core/datasets/indexed_dataset.py, what
+// tools/preprocess_data.py writes): PREFIX.bin holds the documents' tokens back to back,
+// PREFIX.idx describes them:
+//   char[9] "MMIDIDX\0\0", u64 version 1, u8 dtype code (1 uint8, 2 int8, 3 int16, 4 int32,
+//   5 int64, 6 float64, 7 float32, 8 uint16), u64 sequence count S, u64 document count D,
+//   int32 lengths[S], int64 byte pointers[S], int64 document indices[D]
+//   (multimodal files add int8 modes[S]).
+// The runner reads the token stream as one sequence, as Megatron's GPT dataset does (the
+// preprocessing appended an end-of-document token to each document); uint8, uint16 and
+// int32 tokens (what preprocess_data.py picks by vocabulary size).
+constexpr char kMegatronMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
+
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// PREFIX for PREFIX, PREFIX.bin or PREFIX.idx.
+std::string megatron_prefix(const std::string& path) {
+  auto ends = [&](const char* e) { return path.size() > 4 && path.compare(path.size() - 4, 4, e) == 0; };
+  return ends(".bin") || ends(".idx") ? path.substr(0, path.size() - 4) : path;
+}
+
+// Validates PREFIX.idx against PREFIX.bin's size; returns the token width and count.
+std::pair<uint32_t, uint64_t> megatron_index(const std::string& prefix) {
+  const std::string idx = prefix + ".idx", bin = prefix + ".bin";
+  const std::string where = "Megatron index '" + idx + "'";
+  std::ifstream in(idx, std::ios::binary);
+  if (!in) throw RunError(where + ": " + sys_error());
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t fixed = 9 + 8 + 1 + 8 + 8;
+  if (data.size() < fixed)
+    throw RunError(where + " is truncated: " + std::to_string(data.size()) + " bytes, shorter than its " +
+                   std::to_string(fixed) + "-byte header");
+  if (std::memcmp(data.data(), kMegatronMagic, 9) != 0)
+    throw RunError(where + " is not a Megatron indexed dataset index (no MMIDIDX magic)");
+  uint64_t version, seqs, docs;
+  std::memcpy(&version, data.data() + 9, 8);
+  const uint8_t code = static_cast<uint8_t>(data[17]);
+  std::memcpy(&seqs, data.data() + 18, 8);
+  std::memcpy(&docs, data.data() + 26, 8);
+  if (version != 1) throw RunError(where + " has version " + std::to_string(version) + ", expected 1");
+  const uint32_t width = code == 1 ? 1 : code == 8 ? 2 : code == 4 ? 4 : 0;
+  if (width == 0) {
+    static const char* names[] = {"?", "uint8", "int8", "int16", "int32", "int64", "float64", "float32", "uint16"};
+    throw RunError(where + " has dtype " + (code <= 8 ? names[code] : "code " + std::to_string(code)) +
+                   "; token files are uint8, uint16 or int32 (what preprocess_data.py writes)");
+  }
+  const uint64_t room = (data.size() - fixed) / 8;
+  if (seqs > room || docs > room || fixed + 12 * seqs + 8 * docs > data.size())
+    throw RunError(where + " is truncated: it declares " + std::to_string(seqs) + " sequences and " +
+                   std::to_string(docs) + " documents but has " + std::to_string(data.size()) + " bytes");
+  const uint64_t want = fixed + 12 * seqs + 8 * docs;
+  if (data.size() != want && data.size() != want + seqs)
+    throw RunError(where + " has " + std::to_string(data.size()) + " bytes, expected " + std::to_string(want) +
+                   " for " + std::to_string(seqs) + " sequences and " + std::to_string(docs) + " documents");
+  const char* lengths = data.data() + fixed;
+  const char* pointers = lengths + 4 * seqs;
+  uint64_t count = 0;
+  for (uint64_t i = 0; i < seqs; ++i) {
+    int32_t len;
+    int64_t ptr;
+    std::memcpy(&len, lengths + 4 * i, 4);
+    std::memcpy(&ptr, pointers + 8 * i, 8);
+    if (len < 0) throw RunError(where + ": sequence " + std::to_string(i) + " has a negative length");
+    if (ptr != static_cast<int64_t>(count * width))
+      throw RunError(where + ": sequence " + std::to_string(i) + " points to byte " + std::to_string(ptr) +
+                     ", expected " + std::to_string(count * width) + " (sequences must be back to back)");
+    count += static_cast<uint64_t>(len);
+  }
+  if (!file_exists(bin)) throw RunError(where + ": its data file '" + bin + "' is missing");
+  return {width, count};
+}
+
+}  // namespace
+
+Tokens Tokens::open(const std::string& path_arg, int64_t vocab_size, const std::string& format_arg, int64_t data_vocab) {
+  // Megatron's PREFIX (or PREFIX.bin / PREFIX.idx beside each other): map PREFIX.bin.
+  std::string path = path_arg, format = format_arg;
+  uint32_t mg_width = 0;
+  uint64_t mg_count = 0;
+  if (format == "megatron" ||
+      (format == "auto" && file_exists(megatron_prefix(path) + ".idx") &&
+       (path == megatron_prefix(path) || file_exists(megatron_prefix(path) + ".bin")))) {
+    const std::string prefix = megatron_prefix(path);
+    std::tie(mg_width, mg_count) = megatron_index(prefix);
+    path = prefix + ".bin";
+    format = "megatron";
+  }
   const std::string where = "token file '" + path + "'";
-  if (format != "auto" && format != "sg" && format != "llmc" && format != "u16" && format != "u32")
-    throw RunError("unknown data-format '" + format + "' (auto | sg | llmc | u16 | u32)");
+  if (format != "auto" && format != "sg" && format != "llmc" && format != "u16" && format != "u32" && format != "megatron")
+    throw RunError("unknown data-format '" + format + "' (auto | sg | llmc | u16 | u32 | megatron)");
   if (data_vocab < 0 || vocab_size <= 0) throw RunError("data-vocab and vocab-size must be positive");
   if (data_vocab > 0 && data_vocab != vocab_size)
     throw RunError(where + ": the data's vocabulary is " + std::to_string(data_vocab) +
@@ -162,6 +254,8 @@ Tokens Tokens::open(const std::string& path, int64_t vocab_size, const std::stri
                      std::to_string(h[0] == kLlmcMagicU16 ? kLlmcVersionU16 : kLlmcVersionU32) + ")");
     if (h[2] < 0) throw RunError(where + ": llm.c header has a negative token count " + std::to_string(h[2]));
     count = static_cast<uint64_t>(h[2]), header = kLlmcHeaderBytes;
+  } else if (fmt == "megatron") {  // PREFIX.bin: the tokens the index describes, no header
+    width = mg_width, count = mg_count, header = 0;
   } else {  // u16 | u32: the whole file is tokens
     width = fmt == "u16" ? 2 : 4;
     if (bytes % width != 0)
@@ -172,7 +266,7 @@ Tokens Tokens::open(const std::string& path, int64_t vocab_size, const std::stri
   // Compare by division: a corrupt count must not overflow the product.
   uint64_t payload = bytes - header;
   if (count > payload / width || payload != count * width)
-    throw RunError(where + " is truncated or corrupt: its header says " + std::to_string(count) + " tokens of " +
+    throw RunError(where + " is truncated or corrupt: its " + (fmt == "megatron" ? "index" : "header") + " says " + std::to_string(count) + " tokens of " +
                    std::to_string(width) + " bytes (" + std::to_string(header + count * width) +
                    " bytes with the header) but the file has " + std::to_string(bytes) + " bytes");
   const uint64_t width_max = width == 1 ? 256 : width == 2 ? 65536 : uint64_t{1} << 32;

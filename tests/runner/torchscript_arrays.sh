@@ -92,7 +92,7 @@ refuse bf16 "precision bf16 / recompute none are implemented inside the built-in
 m=(train --model-file cnn.pt --steps 2 --global-batch 8 --threads 1 --quiet)
 refuse mismatch "data mismatch.h5: mismatched sample counts: x has 96 samples (96, 1, 8, 8), y has 90 (90,)" "${m[@]}" --data mismatch.h5
 refuse noy "data noy.h5: no dataset 'y'" "${m[@]}" --data noy.h5
-refuse strings "data strings.h5: dataset 'y' has an unsupported dtype" "${m[@]}" --data strings.h5
+refuse strings "data strings.h5: dataset 'y' has an unsupported dtype (HDF5 string, 1 bytes)" "${m[@]}" --data strings.h5
 refuse complex "data cplx/y.npy: unsupported dtype '<c8'" "${m[@]}" --data cplx
 refuse trunc "data trunc/y.npy: truncated npy header" "${m[@]}" --data trunc
 refuse short "data short/x.npy: truncated: shape (96, 1, 8, 8) of <f4 needs" "${m[@]}" --data short

@@ -21,7 +21,10 @@ namespace {
 po::options_description train_options(Config& c) {
   po::options_description model("Model");
   model.add_options()
-    ("model", po::value(&c.model)->default_value(c.model), "mlp | gpt")
+    ("model", po::value(&c.model)->default_value(c.model), "mlp | gpt (script: set by --model-file)")
+    ("model-file", po::value<std::string>()->default_value(""),
+     "a TorchScript module (torch.jit.script(model).save(FILE)) to train instead of --model: forward(x) -> output; "
+     "loss cross-entropy for integer y, MSE for float y; data parallel, ZeRO-1 and top-k only")
     ("vocab-size", po::value(&c.vocab_size)->default_value(c.vocab_size), "token vocabulary (256 = bytes)")
     ("seq-len", po::value(&c.seq_len)->default_value(c.seq_len), "context length T")
     ("n-layer", po::value(&c.n_layer)->default_value(c.n_layer), "GPT blocks")
@@ -42,7 +45,8 @@ po::options_description train_options(Config& c) {
      "token file: `scaleguard-run prep` output, an llm.c .bin (uint16 GPT-2 / uint32 Llama-3 header) or a raw "
      "u16/u32 token array (nanoGPT's train.bin); memory-mapped, shared by the ranks of a node")
     ("data-format", po::value(&c.data_format)->default_value(c.data_format),
-     "auto (by the file's header) | sg | llmc | u16 | u32 (raw arrays need --data-vocab)")
+     "auto (by the file's header; a directory or .npy: npy; the HDF5 signature: h5) | sg | llmc | u16 | u32 (raw "
+     "arrays need --data-vocab) | h5 (datasets x, y; first dimension = samples) | npy (DIR with x.npy, y.npy)")
     ("data-vocab", po::value(&c.data_vocab)->default_value(c.data_vocab),
      "vocabulary the tokens were made with; must equal vocab-size (0 = not stated; required for u16/u32)")
     ("synthetic", po::value(&c.synthetic)->default_value(c.synthetic),
@@ -245,7 +249,12 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw RunError("invalid configuration: " + what);
   };
-  require(cfg.model == "mlp" || cfg.model == "gpt", "model must be mlp or gpt, not '" + cfg.model + "'");
+  // --model-file: the model is the user's TorchScript module ("script"); its path stays in
+  // effective["model-file"] (so it is part of the hashed configuration).
+  if (!cfg.effective["model-file"].empty()) cfg.model = cfg.effective["model"] = "script";
+  require(cfg.model != "script" || !cfg.effective["model-file"].empty(), "model script needs --model-file FILE.pt");
+  require(cfg.model == "mlp" || cfg.model == "gpt" || cfg.model == "script",
+          "model must be mlp or gpt (or a --model-file), not '" + cfg.model + "'");
   require(cfg.vocab_size > 0 && cfg.seq_len > 0 && cfg.n_layer > 0 && cfg.n_head > 0 && cfg.n_embd > 0 &&
               cfg.hidden > 0,
           "model sizes (vocab-size, seq-len, n-layer, n-head, n-embd, hidden) must be positive");
@@ -270,8 +279,8 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
     require(every.ok(), every.ok() ? "" : "ckpt-every: " + every.error().message + " (" + every.error().hint + ")");
   }
   require(cfg.data_format == "auto" || cfg.data_format == "sg" || cfg.data_format == "llmc" ||
-              cfg.data_format == "u16" || cfg.data_format == "u32",
-          "data-format must be auto, sg, llmc, u16 or u32, not '" + cfg.data_format + "'");
+              cfg.data_format == "u16" || cfg.data_format == "u32" || cfg.data_format == "h5" || cfg.data_format == "npy",
+          "data-format must be auto, sg, llmc, u16, u32, h5 or npy, not '" + cfg.data_format + "'");
   require(cfg.data_vocab >= 0, "data-vocab >= 0");
   require(cfg.compress == "none" || cfg.compress.compare(0, 5, "topk:") == 0,
           "compress must be none or topk:RATIO (e.g. topk:0.01), not '" + cfg.compress + "'");
@@ -300,6 +309,16 @@ void check_against_world(Config& cfg, int world) {
     throw RunError("the plan asks for zero=" + std::to_string(cfg.zero) +
                    ", but this scaleguard-run implements only ZeRO stage 1 (optimizer state sharded over dp); "
                    "use --zero 1 or 0");
+  // A TorchScript module is opaque: no layer split to place on stages, no matrices to slice,
+  // and its ops are the user's (no bf16 casts or recompute of ours inside).
+  if (cfg.model == "script" && (cfg.tp > 1 || cfg.pp > 1))
+    throw RunError("--model-file: tensor parallel (tp=" + std::to_string(cfg.tp) + ") and pipeline parallel (pp=" +
+                   std::to_string(cfg.pp) + ") need the built-in gpt model: a TorchScript module is one opaque forward "
+                   "with no layers to place on stages and no matrices to slice; use data parallel (ZeRO-1, top-k)");
+  if (cfg.model == "script" && (cfg.precision != "fp32" || cfg.recompute != "none"))
+    throw RunError("--model-file: precision " + cfg.precision + " / recompute " + cfg.recompute +
+                   " are implemented inside the built-in models only; a TorchScript module runs fp32 as saved, "
+                   "recompute none");
   if (cfg.tp > 1 && cfg.model != "gpt")
     throw RunError("tensor parallel (tp=" + std::to_string(cfg.tp) + ") needs the gpt model, not " + cfg.model);
   if (cfg.tp > 1 && cfg.n_head % cfg.tp != 0)

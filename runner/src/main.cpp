@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "arrays.h"
 #include "checkpointing.h"
 #include "comm.h"
 #include "config.h"
@@ -162,8 +163,16 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
     std::unique_ptr<Trainer> trainer;
     ProcessGrid grid;
     try {
-      Tokens tokens = cfg.synthetic > 0 ? Tokens::synthetic(static_cast<uint64_t>(cfg.synthetic), cfg.vocab_size, cfg.seed)
-                                        : Tokens::open(cfg.data, cfg.vocab_size, cfg.data_format, cfg.data_vocab);
+      // HDF5 / npy arrays (arrays.h): the trainer samples their rows; the token view is unused.
+      std::shared_ptr<ArrayData> arrays;
+      if (cfg.synthetic == 0 && ArrayData::applies(cfg.data, cfg.data_format)) {
+        arrays = ArrayData::open(cfg.data, cfg.data_format);
+        if (l.rank == 0) std::fprintf(stderr, "scaleguard-run: data %s\n", arrays->describe().c_str());
+      }
+      Tokens tokens = arrays || cfg.synthetic > 0
+                          ? Tokens::synthetic(arrays ? static_cast<uint64_t>(cfg.seq_len) + 1 : static_cast<uint64_t>(cfg.synthetic),
+                                              cfg.vocab_size, cfg.seed)
+                          : Tokens::open(cfg.data, cfg.vocab_size, cfg.data_format, cfg.data_vocab);
       if (tokens.size() <= static_cast<uint64_t>(cfg.seq_len))
         throw RunError("the data has " + std::to_string(tokens.size()) + " tokens, fewer than seq-len + 1 = " +
                        std::to_string(cfg.seq_len + 1));
@@ -189,7 +198,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
                        device.str().c_str(), device.is_cpu() ? which.c_str() : "");
       }
       grid = make_grid(std::move(world), static_cast<int>(cfg.tp), static_cast<int>(cfg.dp), static_cast<int>(cfg.pp));
-      trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens), device);
+      trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens), device, std::move(arrays));
     } catch (const std::exception& e) {  // RunError, or torch's c10::Error for a bad shape
       error = e.what();
     }

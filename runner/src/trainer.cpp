@@ -1,5 +1,8 @@
 #include "trainer.h"
 
+#include "arrays.h"
+#include "script_model.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -67,9 +70,10 @@ void install_stop_handlers() {
 
 int stop_signal() { return g_stop_signal; }
 
-Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens, at::Device device)
-    : cfg_(cfg), launch_(launch), grid_(grid), tokens_(std::move(tokens)), device_(device),
-      sampler_((tokens_.size() - 1) / static_cast<uint64_t>(cfg.seq_len), cfg.seed) {
+Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens, at::Device device,
+                 std::shared_ptr<ArrayData> arrays)
+    : cfg_(cfg), launch_(launch), grid_(grid), tokens_(std::move(tokens)), arrays_(std::move(arrays)), device_(device),
+      sampler_(arrays_ ? arrays_->n() : (tokens_.size() - 1) / static_cast<uint64_t>(cfg.seq_len), cfg.seed) {
   accum_ = cfg.global_batch / grid_.dp / cfg.micro_batch;
   ModelPart part;
   part.tp_group = grid_.tp > 1 ? grid_.tp_group.get() : nullptr;
@@ -88,7 +92,9 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
                  std::strcmp(timer_->clock(), "host") == 0
                      ? "HOST CLOCKS (SCALEGUARD_STEP_TIMER=host: enqueue times, not for calibration)"
                      : "CUDA events on the training stream, resolved with one synchronisation per step");
-  model_ = make_model(cfg, part);  // initialised on the CPU: the same values on every device
+  // A --model-file module comes initialised from its file; ours on the CPU
+  model_ = cfg.model == "script" ? load_script_model(cfg.effective.at("model-file"))
+                                 : make_model(cfg, part);  // initialised on the CPU: the same values on every device
   model_->to(device_);
   if (grid_.pp > 1) pipeline_ = std::make_unique<Pipeline>(cfg, grid_, *model_, device_);
   // ZeRO-1 (issue 6 part A): the layout, and so the optimizer state, sharded over dp.
@@ -164,6 +170,17 @@ Trainer::~Trainer() {
 
 std::pair<at::Tensor, at::Tensor> Trainer::batch(int64_t step, int64_t u) {
   const int64_t m = cfg_.micro_batch, T = cfg_.seq_len;
+  if (arrays_) {
+    std::vector<uint64_t> ids(static_cast<size_t>(m));
+    if (sample_log_) std::fprintf(sample_log_, "%lld %lld", static_cast<long long>(step), static_cast<long long>(u));
+    for (int64_t j = 0; j < m; ++j) {
+      ids[static_cast<size_t>(j)] = sampler_.sample_at(Sampler::position(step, cfg_.global_batch, grid_.dp_rank, accum_, m, u, j));
+      if (sample_log_) std::fprintf(sample_log_, " %llu", static_cast<unsigned long long>(ids[static_cast<size_t>(j)]));
+    }
+    if (sample_log_) std::fputc('\n', sample_log_);
+    auto [x, y] = arrays_->rows(ids);
+    return {x.to(device_), y.to(device_)};
+  }
   at::Tensor window = at::empty({m, T + 1}, at::kLong);  // (m, T+1)
   int64_t* w = window.data_ptr<int64_t>();
   if (sample_log_) std::fprintf(sample_log_, "%lld %lld", static_cast<long long>(step), static_cast<long long>(u));

@@ -38,6 +38,7 @@ struct TrainState {
 };
 
 class Trainer;
+class ArrayData;  // arrays.h
 struct TrainHooks {
   // Runs on every rank after each optimizer step, once all ranks agreed whether to stop
   // (`stopping`). The checkpoint library saves here when a save is due or when stopping;
@@ -53,7 +54,9 @@ class Trainer {
  public:
   // device: where the model and batches live (CPU, or this rank's GPU with the NCCL
   // backend); the grid's communicators must handle tensors on it.
-  Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens, at::Device device);
+  // arrays: an HDF5/npy dataset (arrays.h) to sample x, y from instead of token windows.
+  Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tokens tokens, at::Device device,
+          std::shared_ptr<ArrayData> arrays = nullptr);
   ~Trainer();
   // Trains to cfg.steps or until signalled; returns the process exit code.
   int run();
@@ -75,7 +78,8 @@ class Trainer {
   TrainHooks hooks;
 
  private:
-  // (micro, T) inputs and targets ((micro, T) or (micro)) for micro-batch u of `step`.
+  // (micro, T) inputs and targets ((micro, T) or (micro)) for micro-batch u of `step`;
+  // with an array dataset its x and y rows of the same samples.
   std::pair<at::Tensor, at::Tensor> batch(int64_t step, int64_t u);
   void log_run();  // the metrics file's first line: what ran, for planner calibration
   // pipeline_s: the pipeline phase (slowest stage); bubble_s: a stage's mean idle time in it.
@@ -91,6 +95,7 @@ class Trainer {
   const Launch& launch_;
   ProcessGrid& grid_;
   Tokens tokens_;
+  std::shared_ptr<ArrayData> arrays_;  // set: samples are its rows, not token windows
   at::Device device_;
   Sampler sampler_;
   std::shared_ptr<LanguageModel> model_;

@@ -113,6 +113,8 @@ Result<Catalog> load_catalog(const std::string& path) {
             {"gpus", Field::integer, &in.gpus, 1, 64, true, "GPUs per node"},
             {"efa", Field::integer, &in.efa, 0, 64, false, "EFA adapters"},
             {"network_gbps", Field::number, &in.network_gbps, 0.1, 1e5, true, "node network Gbit/s"},
+            {"in_network_reduction", Field::yes_no, &in.in_network_reduction, 0, 0, false,
+             "yes when the fabric reduces in its switches (InfiniBand SHARP)"},
             {"on_demand", Field::number, &in.on_demand, 0, 1e4, true, "$/hour"},
             {"spot", Field::number, &in.spot, 0, 1e4, true, "$/hour"}});
         if (!ok) return ok.error();

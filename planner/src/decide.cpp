@@ -399,6 +399,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     hw.instance = part->inst.name;
     hw.gpus_per_node = gpn;
     hw.network_gb_s = part->inst.network_gbps / 8;
+    hw.in_network_reduction = part->inst.in_network_reduction;
     hw.on_demand_gpu_hour = part->inst.on_demand / gpn;
     hw.spot_gpu_hour = part->inst.spot / gpn;
     hw.spot = spot;

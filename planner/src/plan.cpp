@@ -105,6 +105,7 @@ Result<Hardware> hardware_for(const Catalog& cat, const std::string& gpu_type,
   hw.instance = inst->name;
   hw.gpus_per_node = gpus_per_node > 0 ? gpus_per_node : inst->gpus;
   hw.network_gb_s = inst->network_gbps / 8;
+  hw.in_network_reduction = inst->in_network_reduction;
   hw.on_demand_gpu_hour = inst->on_demand / inst->gpus;
   hw.spot_gpu_hour = inst->spot / inst->gpus;
   return hw;
@@ -324,6 +325,15 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
       const double tree_s = bytes * tree_spb + calls * tree_us * 1e-6;
       seconds_per_byte = ring_s <= tree_s ? ring_spb : tree_spb;
       hop_s = (ring_s <= tree_s ? ring_us : tree_us) * 1e-6;
+      if (hw.in_network_reduction) {
+        // In-network reduction (SHARP): the NVLink phases as in the tree, and each rank's
+        // shard goes up to the switches once and comes back reduced once (full duplex), one
+        // hop up and one down.
+        const double sharp_spb = 2.0 * (per_node - 1) / per_node / intra + 1.0 / per_node / share;
+        const double sharp_us = 2.0 * (inter_us + (per_node - 1) * intra_us);
+        if (bytes * sharp_spb + calls * sharp_us * 1e-6 < std::min(ring_s, tree_s))
+          seconds_per_byte = sharp_spb, hop_s = sharp_us * 1e-6;
+      }
     }
     p.dp_comm_seconds = bytes * seconds_per_byte + calls * hop_s;
     // Overlap. Earlier micro-batches accumulate locally, so only the last micro-batch's

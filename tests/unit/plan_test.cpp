@@ -268,6 +268,29 @@ TEST(StepTime, DataParallelAcrossNodesUsesTheNetwork) {
   EXPECT_NEAR(evaluate(w, toy(), l).dp_comm_seconds, 1.5 * tree_spb * 2 * 27265024, 0.05 * p.dp_comm_seconds);
 }
 
+// Issue 29: a fabric that reduces in its switches (catalog in_network_reduction, InfiniBand
+// SHARP) sends each rank's shard between nodes once each way instead of 2(n-1)/n of it.
+TEST(StepTime, InNetworkReductionHalvesTheInterNodeAllReduceAtScale) {
+  const Workload w{tiny(), 8192.0 * 1000, 64};
+  Layout l;
+  l.dp = 64;  // 8 nodes of 8
+  Hardware hw = toy();
+  const Plan plain = evaluate(w, hw, l);
+  hw.in_network_reduction = true;
+  const Plan sharp = evaluate(w, hw, l);
+  const double intra = hw.gpu.nvlink_gb_s / 2 * 1e9 * hw.assume.bandwidth_utilization;
+  const double share = hw.network_gb_s * 1e9 * hw.assume.bandwidth_utilization / 8;
+  const double bytes = 2.0 * 27265024;
+  const double tree = bytes * (2.0 * 7 / 8 / intra + 2.0 * 7 / 8 / 8 / share);
+  const double in_net = bytes * (2.0 * 7 / 8 / intra + 1.0 / 8 / share);
+  EXPECT_NEAR(plain.dp_comm_seconds, tree, 0.02 * tree);     // + per-bucket latency
+  EXPECT_NEAR(sharp.dp_comm_seconds, in_net, 0.02 * in_net);
+  EXPECT_LT(sharp.dp_comm_seconds, 0.7 * plain.dp_comm_seconds);
+  // Inside one node there is nothing for the switches to do.
+  l.dp = 8;
+  EXPECT_DOUBLE_EQ(evaluate(w, hw, l).dp_comm_seconds, evaluate(w, toy(), l).dp_comm_seconds);
+}
+
 TEST(StepTime, TensorParallelAllReducesPerLayer) {
   const Workload w{tiny(), 8192.0 * 100, 8};
   Layout l;

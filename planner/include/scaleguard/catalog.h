@@ -40,6 +40,10 @@ struct Instance {
   int gpus = 0;            // GPUs per node
   int efa = 0;             // EFA adapters
   double network_gbps = 0; // node network bandwidth, Gbit/s
+  // The fabric reduces in its switches (InfiniBand SHARP through NCCL's CollNet/NVLS-tree
+  // plugins): an inter-node all-reduce sends each byte once and receives it once, instead
+  // of 2(n-1)/n of it each way. Off unless the catalog says so (EFA has no such feature).
+  bool in_network_reduction = false;
   double on_demand = 0;    // $/hour for the whole instance
   double spot = 0;         // $/hour, average spot price
 };

@@ -35,6 +35,7 @@ struct Hardware {
   std::string instance;          // empty when only a GPU type was given
   int gpus_per_node = 8;
   double network_gb_s = 0;       // node network, GB/s (Gbit/s / 8)
+  bool in_network_reduction = false;  // the instance's fabric reduces in its switches (catalog)
   double on_demand_gpu_hour = 0; // $ per GPU-hour
   double spot_gpu_hour = 0;
   bool spot = false;             // wall_hours/ckpt interval for spot capacity

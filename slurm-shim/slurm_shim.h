@@ -14,6 +14,7 @@
 //    not TRESType:TRESName"). slurmctld parses both (slurm_get_next_tres splits at the first
 //    '/' or ':'); the plugin writes what that release's clients write.
 //  - job_record_t (private to slurmctld): where admin_comment is (below).
+//  - part_record_t (private to slurmctld): where alternate is (below).
 //  - hostlist_t: a pointer typedef in 22.05, the struct in 23.11+ (hostlist_t *). The SPANK
 //    plugin's one use (spank/node_addr.cpp) holds it in `auto*`, which fits both.
 //  - SPANK: 23.11 adds spank_prepend_task_argv, 25.05 slurm_spank_init_failure_mode; nothing
@@ -126,6 +127,54 @@ inline const char* account_of(void* job_record) {
   const char* account = nullptr;
   std::memcpy(&account, static_cast<char*>(job_record) + kAccountOffset, sizeof account);
   return account;
+}
+
+// --- part_record_t ------------------------------------------------------------------------
+
+constexpr uint32_t kPartMagic = 0xaefe8495;  // PART_MAGIC, unchanged 22.05 .. 25.11
+
+// The head of part_record_t up to `alternate`: 23.11's src/slurmctld/slurmctld.h and
+// 24.05-25.11's src/common/part_record.h (identical; DO NOT ALPHABETIZE in Slurm's comment).
+// 22.05 has neither allow_accts_list nor allow_uids_cnt: `alternate` sits at 64, as read from
+// a live 22.05.8 slurmctld (gdb, find_part_record("gpu-od") with Alternate=gpu-spot). 23.02 is
+// not placed (no source here): alternates are not read there.
+struct PartRecordHead {
+  uint32_t magic;
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+  void* allow_accts_list;
+#endif
+  char* allow_accounts;
+  char** allow_account_array;
+  char* allow_alloc_nodes;
+  char* allow_groups;
+  uid_t* allow_uids;
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+  int allow_uids_cnt;
+#endif
+  char* allow_qos;
+  void* allow_qos_bitstr;
+  char* alternate;
+};
+constexpr size_t kPartMagicOffset = offsetof(PartRecordHead, magic);
+constexpr size_t kPartAlternateOffset = offsetof(PartRecordHead, alternate);
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+static_assert(kPartAlternateOffset == 80, "23.11-25.11 part_record layout (x86_64)");
+constexpr bool kPartLayoutKnown = true;
+#else
+static_assert(kPartAlternateOffset == 64, "22.05 part_record layout (x86_64)");
+constexpr bool kPartLayoutKnown = SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 2, 0);
+#endif
+
+// The partition's Alternate= (where slurmctld sends a job while the partition is drained or
+// inactive), or "" when it has none or the record does not look like one. Read-only.
+inline const char* partition_alternate(const void* part_record) {
+  if (!part_record || !kPartLayoutKnown) return "";
+  uint32_t magic = 0;
+  std::memcpy(&magic, static_cast<const char*>(part_record) + kPartMagicOffset, sizeof magic);
+  if (magic != kPartMagic) return "";
+  const char* alternate = nullptr;
+  std::memcpy(&alternate, static_cast<const char*>(part_record) + kPartAlternateOffset, sizeof alternate);
+  return alternate ? alternate : "";
 }
 
 }  // namespace sg_shim

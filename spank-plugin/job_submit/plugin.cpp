@@ -90,6 +90,39 @@ bool judge_in_every_partition(const job_desc_msg_t& job, const scaleguard::Polic
   return true;
 }
 
+// Partitions' Alternate= (issue 25, class 10): while a partition is drained or inactive,
+// slurmctld sends a job submitted to it to its alternate, and on along the chain
+// (job_mgr.c, _alt_part_test), after job_submit. Every alternate of the partitions judged is
+// judged too (as a list, strictest of all); returns the alternates added. The default
+// partition stands for a job that names none.
+std::vector<std::string> add_alternates(const scaleguard::Policy& policy, scaleguard::JobRequest* request) {
+  std::vector<std::string> added;
+  if (!find_part_record) return added;
+  std::vector<std::string> names;
+  for (size_t b = 0; b <= request->partition.size();) {
+    size_t e = std::min(request->partition.find(',', b), request->partition.size());
+    if (e > b) names.push_back(request->partition.substr(b, e - b));
+    b = e + 1;
+  }
+  if (names.empty()) {
+    const scaleguard::Partition* def = policy.default_partition();
+    if (!def) return added;
+    names.push_back(def->name);
+  }
+  for (size_t i = 0; i < names.size() && names.size() <= 32; ++i) {
+    std::string name = names[i];  // find_part_record takes a char*, and does not keep it
+    const char* alternate = sg_shim::partition_alternate(find_part_record(name.data()));
+    const std::string alt(alternate, strnlen(alternate, 256));
+    if (alt.empty() || std::find(names.begin(), names.end(), alt) != names.end()) continue;
+    names.push_back(alt), added.push_back(alt);
+  }
+  if (added.empty()) return added;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
+  request->partition = list;
+  return added;
+}
+
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return internal_error("job_submit", "no policy loaded", err_msg);
@@ -110,6 +143,8 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   }
   entry.array_tasks = std::max(1, request.array_tasks);
   const bool via_reservation = judge_in_every_partition(*job, *policy, &request);
+  const std::string asked_partition = request.partition;  // before alternates join the list
+  const std::vector<std::string> alternates = add_alternates(*policy, &request);
   if (request.het_component > 0 && (t_het.uid != entry.uid || t_het.next != request.het_component)) {
     auto d = input_refusal("scaleguard: het job component " + std::to_string(request.het_component) +
                            " arrived without the components before it; submit the het job again");
@@ -134,6 +169,31 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
       t_het.budget_tickets.clear();
     } else if (budget.ticket) {
       t_het.budget_tickets.push_back(budget.ticket);
+    }
+  }
+  if (!alternates.empty() && decision.action != Action::reject) {
+    // Slurm moves the job to an alternate only while its partition is drained: one that
+    // refuses the job cannot be left out of a list the job never carried, so it refuses.
+    std::string refused;
+    for (const auto& alt : alternates)
+      if (decision.rewrite.partition && ("," + *decision.rewrite.partition + ",").find("," + alt + ",") == std::string::npos)
+        refused += (refused.empty() ? "" : ",") + alt;
+    if (!refused.empty()) {
+      decision.action = Action::reject;
+      decision.message = "scaleguard: reject: Slurm sends this job to Alternate=" + refused +
+                         " while its partition is drained, and it is refused there." + decision.message;
+    } else if (decision.rewrite.partition) {
+      // The list written back holds the partitions the job asked for (those kept), never the
+      // alternates: Slurm reaches them itself.
+      std::string kept;
+      for (size_t b = 0; b <= asked_partition.size();) {
+        size_t e = std::min(asked_partition.find(',', b), asked_partition.size());
+        const std::string name = asked_partition.substr(b, e - b);
+        if (!name.empty() && ("," + *decision.rewrite.partition + ",").find("," + name + ",") != std::string::npos)
+          kept += (kept.empty() ? "" : ",") + name;
+        b = e + 1;
+      }
+      decision.rewrite.partition = kept.empty() || kept == asked_partition ? std::nullopt : std::optional<std::string>(kept);
     }
   }
   if (via_reservation && decision.action != Action::accept)

@@ -237,3 +237,34 @@ update_open_nodes() {
   for ((i = 0; i < 50; i++)); do scontrol delete reservation=sg-dv-spot 2>/dev/null && break; sleep 0.2; done
   restart_slurmctld
 }
+
+@test "class 10: a partition's Alternate= is judged too (Slurm sends the job there while it is drained)" {
+  # gpu-od allows 1000 GPU-hours, its Alternate=gpu-spot keeps the 150 cap. Before, a job for
+  # gpu-od was judged there only: 8 GPUs x 20 h = 160 was accepted, and while gpu-od is drained
+  # slurmctld moves it to gpu-spot (job_mgr.c, _alt_part_test), over that partition's cap.
+  local conf=$SCALEGUARD_DEV_DIR/etc/slurm.conf
+  cp "$conf" "$DV_TMP/slurm.conf.orig"
+  sed -i 's/^\(PartitionName=gpu-od .*\)$/\1 Alternate=gpu-spot/' "$conf"
+  sed -i '/^\[partition gpu-od\]/a max_job_gpu_hours = 1000 reject' "$DV_TMP/policy.ini"
+  restart_slurmctld
+  run scontrol show partition gpu-od
+  assert_output --partial 'Alternate=gpu-spot'
+  run as_user "$DV_TMP" sbatch -J sg-dv -H --parsable -p gpu-od --gpus=8 -t 20:00:00 --wrap true
+  local refused=$status out=$output
+  # 1 GPU x 2 h: accepted in gpu-od, with gpu-spot's rules too (requeue and USR1).
+  run as_user "$DV_TMP" sbatch -J sg-dv -H --parsable -p gpu-od --gpus=1 -t 2:00:00 --wrap true
+  local small=$status small_out=$output small_comment='' small_part=''
+  if [ "$small" -eq 0 ]; then
+    small_comment=$(job_comment "$(parsed_job_id)") small_part=$(job_field "$(parsed_job_id)" Partition)
+  fi
+  cp "$DV_TMP/slurm.conf.orig" "$conf"
+  sed -i '/^max_job_gpu_hours = 1000 reject$/d' "$DV_TMP/policy.ini"
+  scancel --quiet --name=sg-dv
+  restart_slurmctld
+  resume_nodes
+  [ "$refused" -ne 0 ] || { echo "accepted: $out"; false; }
+  [[ $out == *'Alternate=gpu-spot'*'max_job_gpu_hours'* ]] || { echo "$out"; false; }
+  [ "$small" -eq 0 ] || { echo "$small_out"; false; }
+  assert_equal "$small_part" gpu-od
+  [[ $small_comment == *';rq=1;sig=300;p=gpu-od%2Cgpu-spot'* ]] || { echo "$small_comment"; false; }
+}

@@ -253,6 +253,15 @@ class H5Data : public ArrayData {
   hid_t mem_[2] = {-1, -1};
 };
 
+// One integer of 1, 2, 4 or 8 bytes (native order), widened; memcpy: rows need not be aligned.
+template <typename I8, typename I16, typename I32, typename I64>
+I64 load_integer(const char* s, size_t bytes) {
+  if (bytes == 1) { I8 t; std::memcpy(&t, s, 1); return t; }
+  if (bytes == 2) { I16 t; std::memcpy(&t, s, 2); return t; }
+  if (bytes == 4) { I32 t; std::memcpy(&t, s, 4); return t; }
+  I64 t; std::memcpy(&t, s, 8); return t;
+}
+
 template <typename T>
 void convert(const void* src, int64_t n, const ArrayData::Array& a, T* dst) {
   const char* s = static_cast<const char*>(src);
@@ -268,19 +277,9 @@ void convert(const void* src, int64_t n, const ArrayData::Array& a, T* dst) {
         dst[i] = static_cast<T>(v);
       }
     } else if (a.is_signed) {
-      int64_t v = 0;
-      if (a.item_bytes == 1) v = *reinterpret_cast<const int8_t*>(s);
-      else if (a.item_bytes == 2) { int16_t t; std::memcpy(&t, s, 2); v = t; }
-      else if (a.item_bytes == 4) { int32_t t; std::memcpy(&t, s, 4); v = t; }
-      else std::memcpy(&v, s, 8);
-      dst[i] = static_cast<T>(v);
+      dst[i] = static_cast<T>(load_integer<int8_t, int16_t, int32_t, int64_t>(s, a.item_bytes));
     } else {
-      uint64_t v = 0;
-      if (a.item_bytes == 1) v = *reinterpret_cast<const uint8_t*>(s);
-      else if (a.item_bytes == 2) { uint16_t t; std::memcpy(&t, s, 2); v = t; }
-      else if (a.item_bytes == 4) { uint32_t t; std::memcpy(&t, s, 4); v = t; }
-      else std::memcpy(&v, s, 8);
-      dst[i] = static_cast<T>(v);
+      dst[i] = static_cast<T>(load_integer<uint8_t, uint16_t, uint32_t, uint64_t>(s, a.item_bytes));
     }
   }
 }

@@ -1,4 +1,5 @@
 // `scaleguard plan`: the best plan for a model on a GPU type (or the pinned layout evaluated).
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -32,7 +33,12 @@ int run(int argc, char** argv) {
   }
   const Plan& p = plan.value();
   if (vm.count("json")) {
-    std::cout << to_json(p) << "\n";
+    // The plan, plus the model's exact parameter count and architecture (what
+    // scaleguard-run builds for the same shape: tests/runner/llama_strategies.sh).
+    nlohmann::json j = nlohmann::json::parse(to_json(p));
+    j["params"] = static_cast<long long>(std::llround(s.workload.model.params));
+    j["arch"] = s.workload.model.arch;
+    std::cout << j.dump() << "\n";
     return 0;
   }
   std::printf("%s (%.3g parameters, %.3g tokens) on %s (%s%s)\n", s.workload.model.name.c_str(),

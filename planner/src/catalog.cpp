@@ -1,6 +1,7 @@
 // load_catalog(): configs/catalog.ini -> Catalog. Section kinds: [assumptions], [gpu NAME],
 // [instance NAME], [model NAME]; anything else is an error with its line.
 #include <algorithm>
+#include <cmath>
 
 #include "scaleguard/ini.h"
 #include "scaleguard/catalog.h"
@@ -123,15 +124,43 @@ Result<Catalog> load_catalog(const std::string& path) {
         if (sec.name.empty()) return section_error(f, sec, "model section without a name", "write [model llama2-7b]");
         ModelPreset m;
         m.name = sec.name;
-        std::string params;
+        std::string params, tied;
         auto ok = ini::bind(f, h, sec.line, {
             {"params", Field::text, &params, 0, 0, false, "parameter count, e.g. 6.74B"},
             {"layers", Field::integer, &m.layers, 1, 1000, true, "transformer layers"},
             {"hidden", Field::integer, &m.hidden, 64, 262144, true, "hidden size"},
             {"heads", Field::integer, &m.heads, 1, 4096, true, "attention heads"},
             {"seq", Field::integer, &m.seq, 16, 1 << 20, true, "sequence length"},
-            {"vocab", Field::integer, &m.vocab, 2, 10000000, true, "vocabulary size"}});
+            {"vocab", Field::integer, &m.vocab, 2, 10000000, true, "vocabulary size"},
+            {"arch", Field::text, &m.arch, 0, 0, false, "gpt (default) or llama"},
+            {"kv_heads", Field::integer, &m.kv_heads, 1, 4096, false, "key/value heads (GQA), default heads"},
+            {"ffn_hidden", Field::integer, &m.ffn_hidden, 1, 4194304, false,
+             "llama SwiGLU width, default 2/3*4*hidden rounded up to a multiple of 256"},
+            {"rope_theta", Field::number, &m.rope_theta, 1, 1e12, false, "llama rotary base"},
+            {"norm_eps", Field::number, &m.norm_eps, 1e-12, 1, false, "llama RMSNorm epsilon"},
+            {"tied", Field::text, &tied, 0, 0, false, "yes: output head = embedding^T (gpt default), no (llama default)"}});
         if (!ok) return ok.error();
+        auto entry_error = [&](const char* key, std::string message, std::string hint) -> Error {
+          for (const auto& e : f.entries)
+            if (e.section == h && e.key == key) return f.error_at(e, message, hint);
+          return section_error(f, sec, std::move(message), std::move(hint));
+        };
+        if (m.arch != "gpt" && m.arch != "llama")
+          return entry_error("arch", "unknown arch '" + m.arch + "'", "gpt or llama");
+        if (m.arch == "gpt") {
+          for (const char* key : {"ffn_hidden", "rope_theta", "norm_eps", "kv_heads"})
+            for (const auto& e : f.entries)
+              if (e.section == h && e.key == key)
+                return f.error_at(e, std::string(key) + " is a llama key", "add arch = llama or remove it");
+        }
+        m.tied = m.arch == "gpt";
+        if (tied == "yes" || tied == "true") m.tied = true;
+        else if (tied == "no" || tied == "false") m.tied = false;
+        else if (!tied.empty()) return entry_error("tied", "tied must be yes or no, not '" + tied + "'", "yes or no");
+        if (m.kv_heads == 0) m.kv_heads = m.heads;
+        if (m.heads % m.kv_heads != 0)
+          return entry_error("kv_heads", "kv_heads does not divide heads", "each key/value head serves heads/kv_heads query heads");
+        if (m.arch == "llama" && m.ffn_hidden == 0) m.ffn_hidden = llama_ffn_hidden(m.hidden);
         if (!params.empty()) {
           auto p = parse_count(params);
           if (!p) {
@@ -143,6 +172,14 @@ Result<Catalog> load_catalog(const std::string& path) {
         }
         if (m.hidden % m.heads != 0)
           return section_error(f, sec, "hidden is not a multiple of heads", "check the model's shape");
+        if (m.arch == "llama") {
+          // The shape is the truth (the runner builds it); a stated count must agree to 1%.
+          const double exact = llama_params(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.tied);
+          if (m.params > 0 && std::abs(m.params - exact) > 0.01 * exact)
+            return entry_error("params", text::format("params %.4g disagree with the shape's %.0f", m.params, exact),
+                               "fix the shape (kv_heads, ffn_hidden, tied) or the count");
+          m.params = exact;
+        }
         cat.models.push_back(std::move(m));
       } else {
         return section_error(f, sec, "unknown section kind '" + sec.kind + "'",

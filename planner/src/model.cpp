@@ -63,6 +63,16 @@ double gpt_params(int layers, int hidden, int seq, int vocab) {
   return 12 * L * h * h + 13 * L * h + (double(vocab) + seq) * h;
 }
 
+double llama_params(int layers, int hidden, int heads, int kv_heads, int ffn_hidden, int vocab, bool tied) {
+  const double L = layers, h = hidden, kv = double(kv_heads) * (hidden / heads), f = ffn_hidden;
+  return L * (2 * h * h + 2 * h * kv + 3 * h * f + 2 * h) + h + double(vocab) * h * (tied ? 1 : 2);
+}
+
+int llama_ffn_hidden(int hidden) {
+  const long raw = 2L * (4L * hidden) / 3;
+  return static_cast<int>((raw + 255) / 256 * 256);
+}
+
 constexpr double kMinParams = 1e5, kMaxParams = 1e14;  // 100K .. 100T
 
 Result<ModelSpec> derive_shape(double params) {
@@ -94,7 +104,8 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
 
   ModelSpec m;
   bool have_base = false;
-  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0, kv_heads = 0, ffn_hidden = 0;
+  std::string tied;  // "" = the arch's default
   double params = 0;
   auto items = text::split(t, ',');
   for (size_t i = 0; i < items.size(); ++i) {
@@ -106,6 +117,7 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
         m.name = p->name;
         layers = p->layers, hidden = p->hidden, heads = p->heads, seq = p->seq, vocab = p->vocab;
         params = p->params;
+        m.arch = p->arch, kv_heads = p->kv_heads, ffn_hidden = p->ffn_hidden, m.tied = p->tied;
         have_base = true;
         continue;
       }
@@ -144,7 +156,16 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
     else if (key == "heads") ok = int_value(1, 4096, heads);
     else if (key == "seq") ok = int_value(16, 1 << 20, seq);
     else if (key == "vocab") ok = int_value(2, 10000000, vocab);
-    else if (key == "params") {
+    else if (key == "kv_heads") ok = int_value(1, 4096, kv_heads);
+    else if (key == "ffn_hidden") ok = int_value(1, 4194304, ffn_hidden);
+    else if (key == "arch") {
+      if (value != "gpt" && value != "llama") return spec_error("unknown arch '" + value + "'", "gpt or llama", "model");
+      if (value != m.arch) m.tied = value == "gpt";
+      m.arch = value;
+    } else if (key == "tied") {
+      if (value != "yes" && value != "no") return spec_error("tied=" + value + ": expected yes or no", "", "model");
+      tied = value;
+    } else if (key == "params") {
       auto p = parse_count(value);
       if (!p) return spec_error("params=" + value + ": " + p.error().message, p.error().hint, "model");
       params = p.value();
@@ -166,7 +187,8 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
       m.flash_attention = value == "flash";
     } else {
       return spec_error("unknown model key '" + key + "'",
-                        "keys: layers, hidden, heads, seq, vocab, params, precision, optimizer, recompute, attention",
+                        "keys: layers, hidden, heads, seq, vocab, params, arch, kv_heads, ffn_hidden, tied, precision, "
+                        "optimizer, recompute, attention",
                         "model");
     }
     if (!ok) return ok.error();
@@ -183,8 +205,21 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
     return spec_error(text::format("hidden=%d is not a multiple of heads=%d", hidden, heads),
                       "choose heads that divide hidden", "model");
   m.layers = layers, m.hidden = hidden, m.heads = heads, m.seq = seq, m.vocab = vocab;
-  m.params = params > 0 && have_base ? params : gpt_params(layers, hidden, seq, vocab);
-  if (params > 0 && !have_base) m.params = params;
+  if (!tied.empty()) m.tied = tied == "yes";
+  if (m.llama()) {
+    m.kv_heads = kv_heads > 0 ? kv_heads : heads;
+    m.ffn_hidden = ffn_hidden > 0 ? ffn_hidden : llama_ffn_hidden(hidden);
+    if (heads % m.kv_heads != 0)
+      return spec_error(text::format("kv_heads=%d does not divide heads=%d", m.kv_heads, heads),
+                        "each key/value head serves heads/kv_heads query heads", "model");
+    // The exact count of the shape (what scaleguard-run builds), never a stated round figure.
+    m.params = llama_params(layers, hidden, heads, m.kv_heads, m.ffn_hidden, vocab, m.tied);
+  } else {
+    if (kv_heads > 0 || ffn_hidden > 0 || !tied.empty())
+      return spec_error("kv_heads, ffn_hidden and tied need arch=llama", "add arch=llama", "model");
+    m.params = params > 0 && have_base ? params : gpt_params(layers, hidden, seq, vocab);
+    if (params > 0 && !have_base) m.params = params;
+  }
   if (!(m.params >= kMinParams && m.params <= kMaxParams))
     return spec_error(text::format("%g parameters is out of range", m.params),
                       "models from 100K to 100T parameters", "model");

@@ -130,12 +130,17 @@ double tokens_for_single_gpu_hours(const ModelSpec& m, const GpuType& g, double 
   return hours * 3600 * peak_tflops(g, m.precision) * 1e12 * g.efficiency / model_flops_per_token(m);
 }
 
+// Parameters on the GPU holding the most: its share of the layers plus the embedding (the
+// first stage); an untied llama's lm_head sits on the last stage, so with one stage both.
+static double params_per_gpu(const ModelSpec& m, const Layout& l) {
+  const double emb = m.embedding_params();
+  const double emb_stage = l.pp > 1 && m.llama() && !m.tied ? double(m.vocab) * m.hidden : emb;
+  return std::max(0.0, m.params - emb) / (l.tp * l.pp) + emb_stage / l.tp;
+}
+
 Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, const Assumptions& a) {
   Memory mem;
-  const double emb = double(m.vocab) * m.hidden;
-  const double body = std::max(0.0, m.params - emb);
-  // The first stage holds the embedding as well as its share of the layers.
-  const double params = body / (l.tp * l.pp) + emb / l.tp;
+  const double params = params_per_gpu(m, l);
   mem.weights = params * weight_bytes(m.precision) / (l.zero >= 3 ? l.dp : 1);
   mem.gradients = params * grad_bytes(m.precision) / (l.zero >= 2 ? l.dp : 1);
   mem.optimizer = params * optimizer_bytes(m.precision, m.optimizer) / (l.zero >= 1 ? l.dp : 1);
@@ -148,10 +153,16 @@ Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, con
   // sequence) parallelism; selective recompute and fused (flash) attention drop the 5*a*s/h
   // attention part; full recompute keeps only each layer's input (2*s*b*h) plus one
   // layer's working set.
-  const double scores = m.flash_attention ? 0 : 5 * heads * s / h;
-  const double layer_full = s * b * h * (34 + scores) / l.tp * scale;
+  // Llama (no dropout, SwiGLU of width f, g = kv_heads/heads): attention 6 + 4g (qkv
+  // input, q and k after rotation, k and v at kv width, o_proj input), two RMSNorm inputs 4,
+  // MLP 2 + 8f/h (gate/up input, gate, up, silu(gate), the product), scores 2*a*s/h (the
+  // softmax output only: no dropout mask or dropout output).
+  const double g = m.llama() ? double(m.kv_heads) / m.heads : 1;
+  const double values = m.llama() ? 12 + 4 * g + 8.0 * m.ffn_hidden / h : 34;
+  const double scores = m.flash_attention ? 0 : (m.llama() ? 2 : 5) * heads * s / h;
+  const double layer_full = s * b * h * (values + scores) / l.tp * scale;
   double per_layer = layer_full, working = 0;
-  if (l.recompute == Recompute::selective) per_layer = s * b * h * 34 / l.tp * scale;
+  if (l.recompute == Recompute::selective) per_layer = s * b * h * values / l.tp * scale;
   if (l.recompute == Recompute::full) per_layer = 2 * s * b * h / l.tp * scale, working = layer_full;
   const int layers_stage = (m.layers + l.pp - 1) / l.pp;
   // 1F1B: the first stage keeps up to pp micro-batches in flight; interleaving v chunks
@@ -292,8 +303,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   // ZeRO-1/2 (the distributed optimizer) reduce-scatters the gradients and all-gathers the
   // updated weights: the same bytes as the all-reduce, in two halves that overlap different
   // work (below). ZeRO-3 also gathers the weights for the forward and again for the backward.
-  const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
-                            double(m.vocab) * m.hidden / l.tp;
+  const double params_gpu = params_per_gpu(m, l);
   if (l.dp > 1) {
     const double grad_b = params_gpu * grad_bytes(m.precision);
     const double bytes = grad_b * (l.zero == 3 ? 1.5 : 1.0);

@@ -132,7 +132,7 @@ std::pair<int, int> replica(const ProcessGrid& g, bool sliced, bool sharded) {
 }
 
 // The last pipeline stage's copy of the tied token embedding: saved once, by the first stage.
-bool tied_copy(const ProcessGrid& g, const std::string& name) { return g.pp > 1 && !g.first_stage() && name == "wte.weight"; }
+bool tied_copy(const ProcessGrid& g, const std::string& name) { return g.pp > 1 && !g.first_stage() && is_tied_embedding(name); }
 
 // A tensor's name in the checkpoint without the "@k" of a rank's extra boxes.
 std::string base_name(const std::string& name) {
@@ -163,6 +163,13 @@ std::string model_identity(const Config& cfg) {
     auto it = cfg.effective.find(key);
     text += std::string(key) + "=" + (it == cfg.effective.end() ? "" : it->second) + "\n";
   }
+  // Llama's own shape keys, for llama only: a GPT's identity (and its checkpoints' model
+  // hash) stays what it was before they existed.
+  if (cfg.model == "llama")
+    for (const char* key : {"n-kv-head", "ffn-hidden", "rope-theta", "norm-eps"}) {
+      auto it = cfg.effective.find(key);
+      text += std::string(key) + "=" + (it == cfg.effective.end() ? "" : it->second) + "\n";
+    }
   return text;
 }
 

@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "ckpt/interval.h"
+#include "scaleguard/catalog.h"
+#include "scaleguard/decide.h"
+#include "scaleguard/model.h"
 
 namespace po = boost::program_options;
 
@@ -21,18 +24,32 @@ namespace {
 po::options_description train_options(Config& c) {
   po::options_description model("Model");
   model.add_options()
-    ("model", po::value(&c.model)->default_value(c.model), "mlp | gpt (script: set by --model-file)")
+    ("model", po::value(&c.model)->default_value(c.model),
+     "mlp | gpt | llama (Hugging Face LlamaForCausalLM: RMSNorm, rotary embeddings, SwiGLU, grouped-query "
+     "attention, no biases; parameter names as HF's) (script: set by --model-file)")
+    ("model-preset", po::value(&c.model_preset)->default_value(c.model_preset),
+     "a [model NAME] of the planner's catalog (e.g. llama2-7b, llama3-8b): its arch and shape (layers, hidden, "
+     "heads, kv_heads, ffn_hidden, rope_theta, norm_eps, tied, seq, vocab) for every shape key not given")
+    ("catalog", po::value(&c.catalog)->default_value(c.catalog),
+     "the catalog --model-preset reads (empty: $SCALEGUARD_CATALOG, else the installed configs/catalog.ini)")
     ("model-file", po::value<std::string>()->default_value(""),
      "a TorchScript module (torch.jit.script(model).save(FILE)) to train instead of --model: forward(x) -> output; "
      "loss cross-entropy for integer y, MSE for float y; data parallel, ZeRO-1 and top-k only")
     ("vocab-size", po::value(&c.vocab_size)->default_value(c.vocab_size), "token vocabulary (256 = bytes)")
     ("seq-len", po::value(&c.seq_len)->default_value(c.seq_len), "context length T")
-    ("n-layer", po::value(&c.n_layer)->default_value(c.n_layer), "GPT blocks")
-    ("n-head", po::value(&c.n_head)->default_value(c.n_head), "GPT attention heads")
+    ("n-layer", po::value(&c.n_layer)->default_value(c.n_layer), "GPT/Llama blocks")
+    ("n-head", po::value(&c.n_head)->default_value(c.n_head), "attention (query) heads")
     ("n-embd", po::value(&c.n_embd)->default_value(c.n_embd), "embedding width C")
     ("hidden", po::value(&c.hidden)->default_value(c.hidden), "MLP hidden width")
     ("untied-head", po::value(&c.untied_head)->default_value(c.untied_head)->implicit_value(true),
-     "GPT: own output head instead of the token embedding")
+     "GPT/Llama: own output head (head.weight / lm_head.weight) instead of the token embedding (tied, the "
+     "default; Llama presets set it from the catalog's tied key: untied for llama2/llama3)")
+    ("n-kv-head", po::value(&c.n_kv_head)->default_value(c.n_kv_head),
+     "Llama: key/value heads (grouped-query attention; 1 = multi-query); 0 = n-head")
+    ("ffn-hidden", po::value(&c.ffn_hidden)->default_value(c.ffn_hidden),
+     "Llama: SwiGLU intermediate size; 0 = Llama's rule 2/3 * 4 * n-embd rounded up to a multiple of 256")
+    ("rope-theta", po::value(&c.rope_theta)->default_value(c.rope_theta), "Llama: rotary embedding base")
+    ("norm-eps", po::value(&c.norm_eps)->default_value(c.norm_eps), "Llama: RMSNorm epsilon")
     ("precision", po::value(&c.precision)->default_value(c.precision),
      "fp32 | bf16: bf16 forward and backward with fp32 master weights, gradients and AdamW state "
      "(what the planner's memory model assumes)")
@@ -175,7 +192,59 @@ int line_of(const std::string& path, const std::string& key) {
   return 0;
 }
 
+// --model-preset NAME: the catalog's [model NAME] (the table the planner plans with) fills
+// every shape key that was not given (command line, SCALEGUARD_*, config file).
+void apply_preset(const po::variables_map& vm, Config& cfg) {
+  std::string path = cfg.catalog;
+  if (path.empty()) {
+    const char* env = std::getenv("SCALEGUARD_CATALOG");
+    path = env && *env ? env : std::string(SCALEGUARD_CONFIG_DIR) + "/catalog.ini";
+  }
+  auto cat = scaleguard::load_catalog(path);
+  if (!cat) throw RunError("--model-preset " + cfg.model_preset + ": " + cat.error().str());
+  const ModelPreset* p = cat.value().find_model(cfg.model_preset);
+  if (!p) {
+    std::string names;
+    for (const auto& m : cat.value().models) names += (names.empty() ? "" : ", ") + m.name;
+    throw RunError("--model-preset " + cfg.model_preset + ": no [model " + cfg.model_preset + "] in " + path +
+                   " (presets: " + names + ")");
+  }
+  auto unset = [&vm](const char* key) { return !vm.count(key) || vm[key].defaulted(); };
+  auto set_int = [&](const char* key, int64_t& field, int64_t v) {
+    if (unset(key)) field = v, cfg.effective[key] = std::to_string(v);
+  };
+  auto set_double = [&](const char* key, double& field, double v) {
+    if (unset(key)) field = v, cfg.effective[key] = value_text(boost::any(v));
+  };
+  if (unset("model")) cfg.model = cfg.effective["model"] = p->arch;
+  set_int("n-layer", cfg.n_layer, p->layers);
+  set_int("n-embd", cfg.n_embd, p->hidden);
+  set_int("n-head", cfg.n_head, p->heads);
+  set_int("seq-len", cfg.seq_len, p->seq);
+  set_int("vocab-size", cfg.vocab_size, p->vocab);
+  if (p->arch == "llama") {
+    set_int("n-kv-head", cfg.n_kv_head, p->kv_heads);
+    set_int("ffn-hidden", cfg.ffn_hidden, p->ffn_hidden);
+    set_double("rope-theta", cfg.rope_theta, p->rope_theta);
+    set_double("norm-eps", cfg.norm_eps, p->norm_eps);
+  }
+  if (unset("untied-head")) cfg.untied_head = !p->tied, cfg.effective["untied-head"] = p->tied ? "false" : "true";
+}
+
 }  // namespace
+
+void check_tp_heads(const Config& cfg, int64_t tp) {
+  if (tp <= 1 || cfg.model != "llama") return;
+  const int64_t kv = cfg.n_kv_head > 0 ? cfg.n_kv_head : cfg.n_head;
+  if (kv % tp != 0 || cfg.n_head % tp != 0)
+    throw RunError("tensor parallel: tp=" + std::to_string(tp) + " does not divide n-kv-head=" + std::to_string(kv) +
+                   " (and n-head=" + std::to_string(cfg.n_head) +
+                   "): each rank holds whole key/value heads and the query heads that read them; choose a tp that "
+                   "divides n-kv-head");
+  if (cfg.ffn_hidden % tp != 0)
+    throw RunError("tensor parallel: tp=" + std::to_string(tp) + " does not divide ffn-hidden=" +
+                   std::to_string(cfg.ffn_hidden) + " (the SwiGLU columns are split over tp ranks)");
+}
 
 std::string Config::effective_text() const {
   std::string out;
@@ -250,16 +319,33 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw RunError("invalid configuration: " + what);
   };
+  if (!cfg.model_preset.empty()) apply_preset(vm, cfg);
   // --model-file: the model is the user's TorchScript module ("script"); its path stays in
   // effective["model-file"] (so it is part of the hashed configuration).
   if (!cfg.effective["model-file"].empty()) cfg.model = cfg.effective["model"] = "script";
   require(cfg.model != "script" || !cfg.effective["model-file"].empty(), "model script needs --model-file FILE.pt");
-  require(cfg.model == "mlp" || cfg.model == "gpt" || cfg.model == "script",
-          "model must be mlp or gpt (or a --model-file), not '" + cfg.model + "'");
+  require(cfg.model == "mlp" || cfg.model == "gpt" || cfg.model == "llama" || cfg.model == "script",
+          "model must be mlp, gpt or llama (or a --model-file), not '" + cfg.model + "'");
   require(cfg.vocab_size > 0 && cfg.seq_len > 0 && cfg.n_layer > 0 && cfg.n_head > 0 && cfg.n_embd > 0 &&
               cfg.hidden > 0,
           "model sizes (vocab-size, seq-len, n-layer, n-head, n-embd, hidden) must be positive");
   require(cfg.n_embd % cfg.n_head == 0, "n-embd must be a multiple of n-head");
+  require(cfg.n_kv_head >= 0 && cfg.ffn_hidden >= 0 && cfg.rope_theta > 0 && cfg.norm_eps > 0,
+          "n-kv-head >= 0, ffn-hidden >= 0, rope-theta > 0, norm-eps > 0");
+  if (cfg.model == "llama") {
+    // Resolved values in the effective configuration: it is hashed across ranks and names
+    // the model in checkpoints.
+    if (cfg.n_kv_head == 0) cfg.n_kv_head = cfg.n_head;
+    if (cfg.ffn_hidden == 0) cfg.ffn_hidden = scaleguard::llama_ffn_hidden(cfg.n_embd);  // the planner's rule
+    cfg.effective["n-kv-head"] = std::to_string(cfg.n_kv_head);
+    cfg.effective["ffn-hidden"] = std::to_string(cfg.ffn_hidden);
+    require(cfg.n_head % cfg.n_kv_head == 0,
+            "n-kv-head=" + std::to_string(cfg.n_kv_head) + " must divide n-head=" + std::to_string(cfg.n_head) +
+                " (each key/value head serves n-head/n-kv-head query heads)");
+    require((cfg.n_embd / cfg.n_head) % 2 == 0,
+            "Llama's rotary embeddings need an even head width n-embd/n-head, not " +
+                std::to_string(cfg.n_embd / cfg.n_head));
+  }
   require(cfg.steps > 0 && cfg.global_batch > 0 && cfg.micro_batch >= 0, "steps and global-batch must be positive");
   require(cfg.lr > 0 && cfg.warmup >= 0 && cfg.grad_clip >= 0 && cfg.bucket_mb >= 0 && cfg.log_every > 0,
           "lr > 0, warmup >= 0, grad-clip >= 0, bucket-mb >= 0, log-every > 0");
@@ -321,14 +407,15 @@ void check_against_world(Config& cfg, int world) {
     throw RunError("--model-file: precision " + cfg.precision + " / recompute " + cfg.recompute +
                    " are implemented inside the built-in models only; a TorchScript module runs fp32 as saved, "
                    "recompute none");
-  if (cfg.tp > 1 && cfg.model != "gpt")
-    throw RunError("tensor parallel (tp=" + std::to_string(cfg.tp) + ") needs the gpt model, not " + cfg.model);
+  if (cfg.tp > 1 && cfg.model != "gpt" && cfg.model != "llama")
+    throw RunError("tensor parallel (tp=" + std::to_string(cfg.tp) + ") needs the gpt or llama model, not " + cfg.model);
+  check_tp_heads(cfg, cfg.tp);  // llama: tp divides n-kv-head, n-head and ffn-hidden
   if (cfg.tp > 1 && cfg.n_head % cfg.tp != 0)
     throw RunError("tensor parallel: tp=" + std::to_string(cfg.tp) + " does not divide n-head=" +
                    std::to_string(cfg.n_head) + " (each rank holds whole attention heads)");
   // Under ZeRO-1 each stage holds only its shard of the reduced wte gradient, and the two
   // stages' shards cover different elements: the tied sum across stages needs whole tensors.
-  if (cfg.zero >= 1 && cfg.pp > 1 && cfg.model == "gpt" && !cfg.untied_head)
+  if (cfg.zero >= 1 && cfg.pp > 1 && (cfg.model == "gpt" || cfg.model == "llama") && !cfg.untied_head)
     throw RunError("ZeRO-1 with pipeline stages (pp=" + std::to_string(cfg.pp) +
                    ") needs --untied-head: the tied embedding's gradient is not summed across stages on shards yet");
   // Top-k compression replaces the dense data-parallel all-reduce of whole buckets only.
@@ -339,10 +426,10 @@ void check_against_world(Config& cfg, int world) {
                    "or plain data parallel");
   if (s == "single" && world != 1)
     throw RunError("strategy=single but " + std::to_string(world) + " ranks were launched");
-  if (cfg.pp > 1 && cfg.model != "gpt")
-    throw RunError("pipeline parallel (pp=" + std::to_string(cfg.pp) + ") needs the gpt model, not " + cfg.model);
+  if (cfg.pp > 1 && cfg.model != "gpt" && cfg.model != "llama")
+    throw RunError("pipeline parallel (pp=" + std::to_string(cfg.pp) + ") needs the gpt or llama model, not " + cfg.model);
   if (cfg.pp > cfg.n_layer)
-    throw RunError("pp=" + std::to_string(cfg.pp) + " stages need at least as many GPT blocks, but n-layer=" +
+    throw RunError("pp=" + std::to_string(cfg.pp) + " stages need at least as many blocks, but n-layer=" +
                    std::to_string(cfg.n_layer));
   const int64_t tp_pp = cfg.tp * cfg.pp;
   if (cfg.dp == 0) {

@@ -17,14 +17,21 @@ struct RunError : std::runtime_error {
 
 struct Config {
   // model
-  std::string model = "gpt";       // mlp | gpt
+  std::string model = "gpt";       // mlp | gpt | llama (script: --model-file)
+  std::string model_preset;        // a [model NAME] of the catalog: its shape (and arch) for unset keys
+  std::string catalog;             // the catalog --model-preset reads (empty: $SCALEGUARD_CATALOG, else the installed one)
   int64_t vocab_size = 256;        // byte-level tokens
   int64_t seq_len = 64;            // T: context length (GPT) / window (MLP)
   int64_t n_layer = 2;             // GPT blocks
   int64_t n_head = 4;
   int64_t n_embd = 64;             // C
   int64_t hidden = 512;            // MLP hidden width
-  bool untied_head = false;        // GPT: separate output head instead of wte^T
+  bool untied_head = false;        // GPT/Llama: separate output head (head / lm_head) instead of the embedding^T
+  // Llama (Hugging Face LlamaForCausalLM): GQA, SwiGLU, rotary embeddings, RMSNorm
+  int64_t n_kv_head = 0;           // key/value heads (GQA; 1 = MQA); 0 = n_head
+  int64_t ffn_hidden = 0;          // SwiGLU width; 0 = scaleguard::llama_ffn_hidden(n_embd) (planner/model.h)
+  double rope_theta = 10000;       // rotary base
+  double norm_eps = 1e-5;          // RMSNorm epsilon
   // precision and memory (the plan's memory model: bf16 with fp32 masters, its recompute)
   std::string precision = "fp32";  // fp32 | bf16 (mixed: bf16 compute, fp32 masters and optimizer state)
   std::string recompute = "none";  // none | selective (attention core) | full (every block); SCALEGUARD_RECOMPUTE
@@ -84,6 +91,10 @@ struct Config {
   std::string effective_text() const;
   uint64_t hash() const;
 };
+
+// Llama under tensor parallel: tp must divide n-kv-head (and n-head) and ffn-hidden; a
+// RunError naming both numbers otherwise. Nothing for other models or tp = 1.
+void check_tp_heads(const Config& cfg, int64_t tp);
 
 // Parses `train` arguments (argv after the verb). Throws RunError with a clear message;
 // returns false (and prints usage to stdout) for --help.

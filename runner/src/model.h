@@ -1,6 +1,7 @@
 // Models built from named layers. Parameter names are stable and hierarchical
-// ("wte.weight", "blocks.0.attn.qkv.weight", ...): checkpoints and tensor/pipeline layouts
-// key on them, so renaming a layer is a format change.
+// ("wte.weight", "blocks.0.attn.qkv.weight", ...; Llama's are Hugging Face's:
+// "model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", ...): checkpoints
+// and tensor/pipeline layouts key on them, so renaming a layer is a format change.
 //
 // A model may be a part of the whole: a range of GPT blocks (pipeline stage) and a slice of
 // each block's matrices (tensor parallel). Names stay global ("blocks.3.mlp.fc.weight" on
@@ -21,9 +22,9 @@
 
 namespace scaleguard::run {
 
-// Which part of the GPT this rank builds.
+// Which part of the GPT or Llama this rank builds.
 struct ModelPart {
-  int64_t first_block = 0, end_block = -1;  // GPT blocks [first, end) on this rank; -1 = n_layer
+  int64_t first_block = 0, end_block = -1;  // blocks (layers) [first, end) on this rank; -1 = n_layer
   bool has_embedding = true;  // first pipeline stage: wte, wpe; forward takes idx (B,T) int64
   bool has_head = true;       // last stage: ln_f + head; forward returns logits (B,T,V)
   Communicator* tp_group = nullptr;  // tensor-parallel peers; nullptr = no tensor parallel
@@ -63,6 +64,10 @@ class LanguageModel : public torch::nn::Module {
 // Throws RunError for a part the model cannot be split into (MLP with pp/tp, tp not
 // dividing n_head, a bad block range).
 std::shared_ptr<LanguageModel> make_model(const Config& cfg, const ModelPart& part = {});
+
+// The token embedding a tied head reuses: "wte.weight" (GPT), "model.embed_tokens.weight"
+// (Llama). The last pipeline stage of a tied model holds a copy under this name.
+bool is_tied_embedding(const std::string& name);
 
 // Parameters sorted by full name: the order checksums, dumps and checkpoints use.
 std::vector<std::pair<std::string, at::Tensor>> sorted_parameters(const torch::nn::Module& m);

@@ -25,6 +25,11 @@ StageCosts stage_costs(const Config& cfg) {
   StageCosts c;
   c.embedding = 2 * C;
   c.block = 24 * C * C + 4 * T * C;
+  if (cfg.model == "llama") {  // q, o: 2C^2 each; k, v: 2 C KV D each; gate, up, down: 2 C F each
+    const double kv = static_cast<double>(cfg.n_kv_head * (cfg.n_embd / cfg.n_head)),
+                 F = static_cast<double>(cfg.ffn_hidden);
+    c.block = 4 * C * C + 4 * C * kv + 6 * C * F + 4 * T * C;
+  }
   c.head = 2 * C * V + V;
   return c;
 }
@@ -200,7 +205,7 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
 }
 
 std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayout& layout, const LanguageModel& model,
-                                                                  Communicator& pp_group) {
+                                                                  Communicator& pp_group, Communicator* tp_group) {
   // This stage's parameters as one float buffer on the training device, and a text index
   // "name dim dim...\n" on the host. The indexes travel as host metadata (all_gather_host,
   // never through NCCL); each stage then broadcasts its buffer, on the device, in turn
@@ -209,11 +214,15 @@ std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayo
   std::string index;
   std::vector<at::Tensor> mine;
   for (const auto& p : layout.params()) {
-    if (model.holds_tied_copy() && p.name == "wte.weight") continue;
+    if (model.holds_tied_copy() && is_tied_embedding(p.name)) continue;
+    // Under tensor parallel the whole tensor from this stage's tp slices (collective over
+    // the tp group, in the same parameter order on every tp rank).
+    const at::Tensor whole = tp_group && tp_group->size() > 1 ? gather_slices(p.param.detach(), p.slice, *tp_group)
+                                                               : p.param.detach();
     index += p.name;
-    for (int64_t d : p.param.sizes()) index += " " + std::to_string(d);
+    for (int64_t d : whole.sizes()) index += " " + std::to_string(d);
     index += "\n";
-    mine.push_back(p.param.detach().to(at::kFloat).reshape({-1}));
+    mine.push_back(whole.to(at::kFloat).reshape({-1}));
   }
   at::Tensor flat = mine.empty() ? at::empty({0}, opts) : at::cat(mine);
   const std::vector<std::string> indexes = pp_group.all_gather_host(index);

@@ -81,7 +81,9 @@ class Pipeline {
 // Every parameter of the whole model, sorted by name, on every stage of the pp group
 // (collective over it): what checksums and parameter dumps use with pp > 1. The last
 // stage's tied copy of "wte.weight" is left out (the first stage's is the parameter).
+// With tp_group (tp x pp) each stage first gathers its tensors' tp slices, so every rank
+// gets the whole model (collective over the tp group too).
 std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayout& layout, const LanguageModel& model,
-                                                                  Communicator& pp_group);
+                                                                  Communicator& pp_group, Communicator* tp_group = nullptr);
 
 }  // namespace scaleguard::run

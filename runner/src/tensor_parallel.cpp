@@ -144,7 +144,7 @@ void TpGroup::all_reduce(const at::Tensor& t) {
   comm_->all_reduce(t, ReduceOp::kSum)->wait();
 }
 
-ParallelLinear::ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* group, int64_t interleave)
+ParallelLinear::ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* group, int64_t interleave, bool bias)
     : split_(split), group_(group), interleave_(interleave) {
   const int64_t n = group->size();
   if ((split == Split::kColumn && out % (n * interleave) != 0) || (split == Split::kRow && in % n != 0))
@@ -153,7 +153,7 @@ ParallelLinear::ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* gr
   int64_t local_in = split == Split::kRow ? in / n : in;
   int64_t local_out = split == Split::kColumn ? out / n : out;
   weight_ = register_parameter("weight", at::empty({local_out, local_in}));
-  bias_ = register_parameter("bias", at::zeros({local_out}));
+  if (bias) bias_ = register_parameter("bias", at::zeros({local_out}));
 }
 
 at::Tensor ParallelLinear::forward(const at::Tensor& x) {
@@ -161,10 +161,11 @@ at::Tensor ParallelLinear::forward(const at::Tensor& x) {
   // use; autograd casts their gradients back, so .grad (the flat bucket) stays fp32.
   const at::ScalarType dt = x.scalar_type();
   const at::Tensor w = weight_.scalar_type() == dt ? weight_ : weight_.to(dt);
-  const at::Tensor b = bias_.scalar_type() == dt ? bias_ : bias_.to(dt);
+  const at::Tensor b = !bias_.defined() || bias_.scalar_type() == dt ? bias_ : bias_.to(dt);
   if (group_->size() == 1 || split_ == Split::kNone) return at::linear(x, w, b);
   if (split_ == Split::kColumn) return at::linear(group_->f(x), w, b);
-  return group_->g(at::linear(x, w)) + b;  // the bias once, after the sum
+  at::Tensor y = group_->g(at::linear(x, w));
+  return b.defined() ? y + b : y;  // the bias once, after the sum
 }
 
 Slice ParallelLinear::weight_slice() const {

@@ -75,10 +75,11 @@ enum class Split { kNone, kColumn, kRow };
 // y = x W^T + b with W (out, in) split by `split` over `group`: kColumn holds out/size
 // output features (in `interleave` groups, see Slice), kRow holds in/size input features
 // and adds the replicated bias after the sum. Parameters are "weight" and "bias", like
-// torch::nn::Linear; the model initialises them.
+// torch::nn::Linear (bias = false: "weight" only, as Llama's projections); the model
+// initialises them.
 class ParallelLinear : public torch::nn::Module {
  public:
-  ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* group, int64_t interleave = 1);
+  ParallelLinear(int64_t in, int64_t out, Split split, TpGroup* group, int64_t interleave = 1, bool bias = true);
   at::Tensor forward(const at::Tensor& x);
   Slice weight_slice() const;
   Slice bias_slice() const;
@@ -87,7 +88,7 @@ class ParallelLinear : public torch::nn::Module {
   Split split_;
   TpGroup* group_;
   int64_t interleave_;
-  at::Tensor weight_, bias_;
+  at::Tensor weight_, bias_;  // bias_ undefined without a bias
 };
 
 }  // namespace scaleguard::run

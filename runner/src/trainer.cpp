@@ -126,7 +126,7 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     std::fprintf(stderr, "scaleguard-run: precision %s%s, recompute %s\n", cfg.precision.c_str(),
                  cfg.precision == "bf16" ? " (bf16 forward/backward; fp32 master weights, gradients and AdamW state)" : "",
                  cfg.recompute.c_str());
-  if (launch_.rank == 0 && grid_.tp > 1 && cfg.model == "gpt")
+  if (launch_.rank == 0 && grid_.tp > 1 && (cfg.model == "gpt" || cfg.model == "llama"))
     std::fprintf(stderr, "scaleguard-run: %s\n",
                  cfg.vocab_size % grid_.tp == 0
                      ? ("vocab-parallel embedding, head and cross-entropy: " + std::to_string(cfg.vocab_size / grid_.tp) +
@@ -302,7 +302,7 @@ void Trainer::sync_tied_embedding() {
   if (!grid_.embedding_group || cfg_.untied_head) return;
   TimedInterval timed(Timed::kComm);
   for (const auto& p : layout_->params())
-    if (p.name == "wte.weight") grid_.embedding_group->all_reduce(p.param.grad(), ReduceOp::kSum)->wait();
+    if (is_tied_embedding(p.name)) grid_.embedding_group->all_reduce(p.param.grad(), ReduceOp::kSum)->wait();
 }
 
 void Trainer::log_run() {
@@ -366,7 +366,7 @@ void Trainer::log_step(double loss, double lr, double step_s, double comm_s, dou
 }
 
 std::vector<std::pair<std::string, at::Tensor>> Trainer::all_parameters() const {
-  if (grid_.pp > 1) return gather_parameters(*layout_, *model_, *grid_.pp_group);
+  if (grid_.pp > 1) return gather_parameters(*layout_, *model_, *grid_.pp_group, grid_.tp > 1 ? grid_.tp_group.get() : nullptr);
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& p : layout_->params())  // tensor parallel: the whole tensor from the tp slices
     out.emplace_back(p.name, grid_.tp > 1 ? gather_slices(p.param.detach(), p.slice, *grid_.tp_group) : p.param.detach());

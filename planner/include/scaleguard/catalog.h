@@ -49,10 +49,18 @@ struct Instance {
 };
 
 // A named model shape ("llama2-7b"); params = 0 means "derive from the shape".
+// arch = gpt (GPT-2 style: 4h GELU MLP, learned positions, tied head) or llama (Hugging Face
+// LlamaForCausalLM: SwiGLU of width ffn_hidden, kv_heads key/value heads, rotary, RMSNorm,
+// no biases); scaleguard-run --model-preset builds the same shape.
 struct ModelPreset {
   std::string name;
   double params = 0;
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  std::string arch = "gpt";
+  int kv_heads = 0;        // resolved at load: heads when not given
+  int ffn_hidden = 0;      // llama; resolved at load: llama_ffn_hidden(hidden) when not given
+  double rope_theta = 10000, norm_eps = 1e-5;  // llama
+  bool tied = true;        // output head = token embedding^T; llama's default: no
 };
 
 // Modelling assumptions shared by every plan ([assumptions] section).

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "ckpt/interval.h"
+#include "scaleguard/build_info.h"
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
 #include "scaleguard/model.h"
@@ -198,7 +199,7 @@ void apply_preset(const po::variables_map& vm, Config& cfg) {
   std::string path = cfg.catalog;
   if (path.empty()) {
     const char* env = std::getenv("SCALEGUARD_CATALOG");
-    path = env && *env ? env : std::string(SCALEGUARD_CONFIG_DIR) + "/catalog.ini";
+    path = env && *env ? env : std::string(scaleguard::build_config_dir()) + "/catalog.ini";
   }
   auto cat = scaleguard::load_catalog(path);
   if (!cat) throw RunError("--model-preset " + cfg.model_preset + ": " + cat.error().str());

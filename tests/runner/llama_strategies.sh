@@ -59,8 +59,9 @@ fi
 [ "$runner_params" = 155968 ] || fail "runner builds $runner_params parameters, the hand count is 155968"
 
 # ---- 2. strategies equal one process ---------------------------------------------------
-common=(train --data tokens.bin --model llama --n-layer 2 --n-embd 32 --n-head 4 --n-kv-head 2 --ffn-hidden 64
-        --seq-len 32 --untied-head --global-batch 8 --micro-batch 2 --lr 3e-3 --warmup 2 --seed 11 --threads 1 --log-every 1 --quiet)
+base=(train --data tokens.bin --model llama --n-layer 2 --n-embd 32 --n-head 4 --n-kv-head 2 --ffn-hidden 64
+      --seq-len 32 --untied-head --global-batch 8 --micro-batch 2 --lr 3e-3 --seed 11 --threads 1 --log-every 1 --quiet)
+common=("${base[@]}" --warmup 2)
 "$run" "${common[@]}" --steps 12 --metrics one.jsonl --dump-params one.bin 2> one.log || { cat one.log; fail "1 rank failed"; }
 
 compare() {  # compare NAME [REF]: NAME.jsonl / NAME.bin against REF (default: one process)
@@ -117,11 +118,12 @@ first=$(grep -m1 -o '"loss":[^,]*' bf16.jsonl | cut -d: -f2); last=$(final_field
 echo "PASS bf16 + full recompute, tp=2: loss $first -> $last"
 
 # ---- 4. resume a dp=2 checkpoint under tp=2 -------------------------------------------
+# A constant LR (no warm-up, no decay) makes "--steps 6" the first half of "--steps 12".
 flat=(--warmup 0 --min-lr-ratio 1)
-mpi 2 "${common[@]}" "${flat[@]}" --steps 12 --metrics ref.jsonl --dump-params ref.bin 2> ref.log || { cat ref.log; fail "reference failed"; }
-mpi 2 "${common[@]}" "${flat[@]}" --steps 6 --ckpt-dir ck --ckpt-every 100 --metrics a.jsonl 2> a.log || { cat a.log; fail "first half failed"; }
+mpi 2 "${base[@]}" "${flat[@]}" --steps 12 --metrics ref.jsonl --dump-params ref.bin 2> ref.log || { cat ref.log; fail "reference failed"; }
+mpi 2 "${base[@]}" "${flat[@]}" --steps 6 --ckpt-dir ck --ckpt-every 100 --metrics a.jsonl 2> a.log || { cat a.log; fail "first half failed"; }
 [ -d ck/step-00000006 ] || { cat a.log; fail "no checkpoint at step 6"; }
-mpi 2 "${common[@]}" "${flat[@]}" --steps 12 --tp 2 --ckpt-dir ck --ckpt-every 100 --metrics b.jsonl --dump-params b.bin \
+mpi 2 "${base[@]}" "${flat[@]}" --steps 12 --tp 2 --ckpt-dir ck --ckpt-every 100 --metrics b.jsonl --dump-params b.bin \
   2> b.log || { cat b.log; fail "resumed run failed"; }
 grep -qF "resumed from step-00000006" b.log || { cat b.log; fail "tp=2 did not resume the dp=2 checkpoint"; }
 /usr/bin/python3 - ref.jsonl b.jsonl <<'PY' || fail "resume dp=2 -> tp=2: continued losses differ"
@@ -136,6 +138,7 @@ PY
 "$here/compare_params.py" ref.bin b.bin 1e-5 || fail "resume dp=2 -> tp=2: final parameters differ"
 
 # ---- 5. a tp that does not divide the key/value heads ----------------------------------
-if "$run" "${common[@]}" --n-embd 48 --n-head 6 --steps 1 --tp 3 2> tp3.log; then fail "tp=3 with n-kv-head=2 was accepted"; fi
+if "$run" train --data tokens.bin --model llama --n-layer 2 --n-embd 48 --n-head 6 --n-kv-head 2 --seq-len 32 --steps 1 \
+  --tp 3 2> tp3.log; then fail "tp=3 with n-kv-head=2 was accepted"; fi
 grep -q "tp=3 does not divide n-kv-head=2" tp3.log || { cat tp3.log; fail "tp=3: the error does not name tp and n-kv-head"; }
 echo "PASS tp=3 with n-kv-head=2 refused: $(grep -o 'tp=3 does not divide[^:]*' tp3.log)"

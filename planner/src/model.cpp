@@ -106,6 +106,7 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
   bool have_base = false;
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0, kv_heads = 0, ffn_hidden = 0;
   std::string tied;  // "" = the arch's default
+  bool llama_keys = false;  // kv_heads=, ffn_hidden= or tied= written in the spec
   double params = 0;
   auto items = text::split(t, ',');
   for (size_t i = 0; i < items.size(); ++i) {
@@ -156,8 +157,8 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
     else if (key == "heads") ok = int_value(1, 4096, heads);
     else if (key == "seq") ok = int_value(16, 1 << 20, seq);
     else if (key == "vocab") ok = int_value(2, 10000000, vocab);
-    else if (key == "kv_heads") ok = int_value(1, 4096, kv_heads);
-    else if (key == "ffn_hidden") ok = int_value(1, 4194304, ffn_hidden);
+    else if (key == "kv_heads") ok = int_value(1, 4096, kv_heads), llama_keys = true;
+    else if (key == "ffn_hidden") ok = int_value(1, 4194304, ffn_hidden), llama_keys = true;
     else if (key == "arch") {
       if (value != "gpt" && value != "llama") return spec_error("unknown arch '" + value + "'", "gpt or llama", "model");
       if (value != m.arch) m.tied = value == "gpt";
@@ -165,6 +166,7 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
     } else if (key == "tied") {
       if (value != "yes" && value != "no") return spec_error("tied=" + value + ": expected yes or no", "", "model");
       tied = value;
+      llama_keys = true;
     } else if (key == "params") {
       auto p = parse_count(value);
       if (!p) return spec_error("params=" + value + ": " + p.error().message, p.error().hint, "model");
@@ -215,7 +217,7 @@ Result<ModelSpec> parse_model_spec(const std::string& raw, const Catalog& catalo
     // The exact count of the shape (what scaleguard-run builds), never a stated round figure.
     m.params = llama_params(layers, hidden, heads, m.kv_heads, m.ffn_hidden, vocab, m.tied);
   } else {
-    if (kv_heads > 0 || ffn_hidden > 0 || !tied.empty())
+    if (llama_keys)
       return spec_error("kv_heads, ffn_hidden and tied need arch=llama", "add arch=llama", "model");
     m.params = params > 0 && have_base ? params : gpt_params(layers, hidden, seq, vocab);
     if (params > 0 && !have_base) m.params = params;

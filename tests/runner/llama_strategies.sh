@@ -2,7 +2,8 @@
 # --model llama (Hugging Face LlamaForCausalLM: RMSNorm, rotary, SwiGLU, grouped-query
 # attention, no biases, untied lm_head) under every strategy of the runner, on fortunes.
 #  1. Names and shapes are HF's; the built parameter count equals `scaleguard plan`'s for
-#     the same shape (arch=llama, kv_heads, default ffn_hidden).
+#     the same shape (arch=llama, kv_heads, default ffn_hidden) and a hand count;
+#     --model-preset takes the catalog's llama3-8b keys (rope theta, untied head).
 #  2. GQA shape (4 query heads, 2 key/value heads): dp=2, ZeRO-1, tp=2, pp=2 (GPipe),
 #     tp=2 x pp=2 (1F1B) and selective recompute follow one process, and a tied head on
 #     pp=2 follows a tied one process: every step's loss within 1e-4 and the final
@@ -57,6 +58,17 @@ else
 fi
 # Hand count: 2 x (2*64*64 + 2*64*32 + 3*64*256 + 2*64) + 64 + 2*256*64.
 [ "$runner_params" = 155968 ] || fail "runner builds $runner_params parameters, the hand count is 155968"
+
+# A catalog preset gives arch and shape for every key not given: llama3-8b's rope theta
+# 500000 and untied head, with a tiny width so it runs here.
+"$run" train --data tokens.bin --model-preset llama3-8b --n-layer 1 --n-embd 64 --n-head 4 --n-kv-head 2 --ffn-hidden 64 \
+  --vocab-size 256 --seq-len 32 --steps 1 --global-batch 2 --threads 1 --quiet 2> preset.log || { cat preset.log; fail "preset run failed"; }
+for line in model=llama rope-theta=500000 untied-head=true n-kv-head=2; do
+  grep -qx "$line" preset.log || { cat preset.log; fail "--model-preset llama3-8b: no '$line' in the effective configuration"; }
+done
+if "$run" train --data tokens.bin --model-preset llama9 --steps 1 2> nopreset.log; then fail "an unknown preset was accepted"; fi
+grep -q "no \[model llama9\] in .*catalog.ini (presets: .*llama3-8b" nopreset.log || { cat nopreset.log; fail "unknown preset: unclear error"; }
+echo "PASS --model-preset llama3-8b (rope-theta 500000, untied) and an unknown preset refused"
 
 # ---- 2. strategies equal one process ---------------------------------------------------
 base=(train --data tokens.bin --model llama --n-layer 2 --n-embd 32 --n-head 4 --n-kv-head 2 --ffn-hidden 64

@@ -18,6 +18,7 @@
 #include "device_staging.h"
 #include "scaleguard/catalog.h"
 #include "trainer.h"
+#include "scaleguard/build_info.h"
 
 namespace scaleguard::run {
 namespace ck = scaleguard::ckpt;
@@ -187,7 +188,7 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
   for (char& ch : id) ch = ch == '\n' ? ' ' : ch;
   meta.model_name = id;
   meta.config_hash = model_hash(cfg);
-  meta.code_version = SCALEGUARD_VERSION;
+  meta.code_version = build_version();
   saver_ = std::make_unique<ck::Saver>(cfg.ckpt_dir, meta, *comm_, static_cast<int>(cfg.ckpt_keep),
                                        [this](const std::string& line) { log(line); });
 

@@ -52,9 +52,9 @@ done
 import json, re, statistics, sys
 rounds, ranks, layers, accum = map(int, sys.argv[1:5])
 block_bytes, rest_bytes = map(int, sys.argv[5:7])
-def step_ms(path):
+def step_ms(path, key="step_ms"):
     rows = [r for r in map(json.loads, open(path)) if "step_ms" in r][3:]  # 3 warm-up steps
-    return statistics.median(r["step_ms"] for r in rows)
+    return statistics.median(r[key] for r in rows)
 def total_peak(path):
     m = re.search(r"optimizer state (\d+) bytes; step peak (\d+) bytes.*total peak (\d+) bytes", open(path).read())
     return int(m.group(3))
@@ -65,17 +65,21 @@ for r in range(1, rounds + 1):
     ag_block = json.load(open(f"ag-block-{r}.json"))["median_ms"]
     ag_rest = json.load(open(f"ag-rest-{r}.json"))["median_ms"]
     raw = gathers_block * ag_block + ag_rest
-    rows.append((z0, z3, z3 / z0, z3 - z0, raw, (z3 - z0) / raw))
+    c0, c3 = step_ms(f"z0-{r}.jsonl", "comm_ms"), step_ms(f"z3-{r}.jsonl", "comm_ms")
+    rows.append((z0, z3, z3 / z0, z3 - z0, raw, (z3 - z0) / raw, c0, c3))
 run = json.loads(open("z3-1.jsonl").readline())["run"]
 mem0, mem3 = total_peak("z0-1.log"), total_peak("z3-1.log")
 print(f"\nGPT {layers} blocks x {run['n_embd']} wide ({run['params'] / 1e6:.2f}M parameters), seq {run['seq_len']}, "
       f"micro-batch {run['micro_batch']} x {accum} per rank, {ranks} ranks x 1 thread, {run['precision']}; "
       f"medians after 3 warm-up steps; {rounds} rounds (ZeRO-0, ZeRO-3, raw all-gathers alternating)")
 print(f"ZeRO-3 gathers per step: {gathers_block} block buckets of {block_bytes} B + 1 rest of {rest_bytes} B\n")
-print("| round | ZeRO-0 step ms | ZeRO-3 step ms | ratio | extra ms | raw MPI_Allgather ms of the same bytes | extra / raw |")
-print("|---|---|---|---|---|---|---|")
-for i, (z0, z3, ratio, extra, raw, per) in enumerate(rows, 1):
-    print(f"| {i} | {z0:.1f} | {z3:.1f} | {ratio:.3f} | {extra:.1f} | {raw:.1f} | {per:.2f} |")
-print(f"| median | | | {statistics.median(r[2] for r in rows):.3f} | | | {statistics.median(r[5] for r in rows):.2f} |")
+print("| round | ZeRO-0 step ms | ZeRO-3 step ms | ratio | extra ms | raw MPI_Allgather ms of the same bytes | extra / raw |"
+      " ZeRO-0 comm_ms | ZeRO-3 comm_ms |")
+print("|---|---|---|---|---|---|---|---|---|")
+for i, (z0, z3, ratio, extra, raw, per, c0, c3) in enumerate(rows, 1):
+    print(f"| {i} | {z0:.1f} | {z3:.1f} | {ratio:.3f} | {extra:.1f} | {raw:.2f} | {per:.2f} | {c0:.1f} | {c3:.1f} |")
+print(f"| median | | | {statistics.median(r[2] for r in rows):.3f} | | | {statistics.median(r[5] for r in rows):.2f} | | |")
+print("comm_ms: rank 0's exposed communication (ZeRO-3: gathers, their waits and the reduce-scatters);"
+      " on a loaded machine each gather also waits for the other ranks' scheduling (one sync per gather)")
 print(f"\npeak memory per rank (rank 0, state + step peak): ZeRO-0 {mem0} B, ZeRO-3 {mem3} B, ratio {mem3 / mem0:.3f}")
 PY

@@ -193,7 +193,7 @@ Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, con
 
 ShardUnits shard_units(const ModelSpec& m, const Layout& l) {
   ShardUnits u;
-  const double emb = double(m.vocab) * m.hidden;
+  const double emb = m.embedding_params();  // an untied llama: embed_tokens and lm_head
   u.root = emb / l.tp;
   u.block = m.layers > 0 ? std::max(0.0, m.params - emb) / m.layers / l.tp : 0;
   u.blocks = (m.layers + l.pp - 1) / l.pp;
@@ -326,18 +326,12 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   // Gradients are reduced in the precision they are trained in (2 bytes mixed, 4 fp32).
   // ZeRO-1/2 (the distributed optimizer) reduce-scatters the gradients and all-gathers the
   // updated weights: the same bytes as the all-reduce, in two halves that overlap different
-<<<<<<< HEAD
-  // work (below). ZeRO-3 also gathers the weights for the forward and again for the backward.
-  const double params_gpu = params_per_gpu(m, l);
-=======
   // work (below). ZeRO-3 (docs/validation.md, "ZeRO-3") keeps only shards, so every
   // micro-batch all-gathers each block's weights before its forward and again before its
   // backward and reduce-scatters its gradient after: three collectives of half an all-reduce
   // per block, 1.5x the DDP bytes and 1.5 all-reduce latencies per block, per micro-batch.
   // The root (embedding/LM head) is gathered once per step and reduce-scattered once: 1x.
-  const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
-                            double(m.vocab) * m.hidden / l.tp;
->>>>>>> main
+  const double params_gpu = params_per_gpu(m, l);
   if (l.dp > 1) {
     const double grad_b = params_gpu * grad_bytes(m.precision);
     const bool zero3 = l.zero == 3;

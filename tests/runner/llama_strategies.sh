@@ -4,7 +4,7 @@
 #  1. Names and shapes are HF's; the built parameter count equals `scaleguard plan`'s for
 #     the same shape (arch=llama, kv_heads, default ffn_hidden) and a hand count;
 #     --model-preset takes the catalog's llama3-8b keys (rope theta, untied head).
-#  2. GQA shape (4 query heads, 2 key/value heads): dp=2, ZeRO-1, tp=2, pp=2 (GPipe),
+#  2. GQA shape (4 query heads, 2 key/value heads): dp=2, ZeRO-1/2/3, tp=2, pp=2 (GPipe),
 #     tp=2 x pp=2 (1F1B) and selective recompute follow one process, and a tied head on
 #     pp=2 follows a tied one process: every step's loss within 1e-4 and the final
 #     parameters within 1e-4 (the layouts only order float sums differently; the ranks'
@@ -98,6 +98,8 @@ strategy() {  # strategy NAME RANKS ARGS...
 }
 strategy dp2 2
 strategy zero1 2 --zero 1
+strategy zero2 2 --zero 2
+strategy zero3 2 --zero 3
 strategy tp2 2 --tp 2
 grep -qF "vocab-parallel embedding, head and cross-entropy: 128 of 256 logits per rank" tp2.log ||
   { cat tp2.log; fail "tp=2 did not use the vocabulary-parallel embedding and loss"; }
@@ -115,7 +117,7 @@ mpi 2 "${tied[@]}" --steps 12 --pp 2 --metrics pp2-tied.jsonl --dump-params pp2-
 compare pp2-tied one-tied
 first=$(grep -m1 -o '"loss":[^,]*' one.jsonl | cut -d: -f2); last=$(final_field one.jsonl loss)
 /usr/bin/python3 -c "import sys; sys.exit(0 if $last < $first - 0.5 else 1)" || fail "loss did not fall ($first -> $last)"
-echo "PASS dp=2, ZeRO-1, tp=2, pp=2 GPipe, tp=2 x pp=2 1F1B, selective recompute, tied pp=2 = 1 rank (loss $first -> $last)"
+echo "PASS dp=2, ZeRO-1/2/3, tp=2, pp=2 GPipe, tp=2 x pp=2 1F1B, selective recompute, tied pp=2 = 1 rank (loss $first -> $last)"
 
 mpi 2 "${common[@]}" --steps 30 --compress topk:0.1 --metrics topk.jsonl 2> topk.log || { cat topk.log; fail "top-k failed"; }
 first=$(grep -m1 -o '"loss":[^,]*' topk.jsonl | cut -d: -f2); last=$(final_field topk.jsonl loss)

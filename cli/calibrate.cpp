@@ -20,6 +20,7 @@
 #include "common.h"
 #include "scaleguard/calibrate.h"
 #include "verbs.h"
+#include "scaleguard/build_info.h"
 
 namespace scaleguard::cli {
 namespace {
@@ -166,7 +167,7 @@ int write_calibration(const std::vector<Metrics>& runs, const Hardware& hw, cons
   for (int i = 0; i < ws.argc; ++i) command += (i ? " " : "") + std::string(ws.argv[i]);
   for (char& ch : command)
     if (ch == '\n' || ch == '#') ch = ' ';
-  text += "[calibration]\nwritten = " + utc_text(std::time(nullptr)) + "\nscaleguard_version = " SCALEGUARD_VERSION "\n";
+  text += "[calibration]\nwritten = " + utc_text(std::time(nullptr)) + "\nscaleguard_version = " + build_version() + "\n";
   text += "command = scaleguard " + command + "\n\n";
   std::string sources;
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include "scaleguard/build_info.h"
 
 namespace scaleguard::cli {
 
@@ -24,7 +25,7 @@ std::string catalog_path(const po::variables_map& vm) {
 std::string config_file(const std::string& given, const char* env, const char* fallback) {
   if (!given.empty()) return given;
   if (const char* v = std::getenv(env); v && *v) return v;
-  return fallback ? std::string(SCALEGUARD_CONFIG_DIR) + "/" + fallback : std::string();
+  return fallback ? std::string(build_config_dir()) + "/" + fallback : std::string();
 }
 
 std::string calibration_path(const po::variables_map& vm) {

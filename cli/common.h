@@ -14,10 +14,10 @@ namespace scaleguard::cli {
 
 namespace po = boost::program_options;
 
-// --policy, else $SCALEGUARD_POLICY, else SCALEGUARD_CONFIG_DIR/policy.ini (same for catalog).
+// --policy, else $SCALEGUARD_POLICY, else build_config_dir()/policy.ini (same for catalog).
 std::string policy_path(const po::variables_map& vm);
 std::string catalog_path(const po::variables_map& vm);
-// `given`, else $ENV, else SCALEGUARD_CONFIG_DIR/fallback ("" when fallback is nullptr).
+// `given`, else $ENV, else build_config_dir()/fallback ("" when fallback is nullptr).
 std::string config_file(const std::string& given, const char* env, const char* fallback);
 // --calibration, else $SCALEGUARD_CALIBRATION, else "" (no catalog override).
 std::string calibration_path(const po::variables_map& vm);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "verbs.h"
+#include "scaleguard/build_info.h"
 
 namespace scaleguard::cli {
 namespace {
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
             [](const auto& a, const auto& b) { return std::strcmp(a.name, b.name) < 0; });
   const bool want_help = argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h");
   if (argc >= 2 && !std::strcmp(argv[1], "--version")) {
-    std::printf("scaleguard %s\n", SCALEGUARD_VERSION);
+    std::printf("scaleguard %s\n", scaleguard::build_version());
     return 0;
   }
   if (!want_help) {

@@ -28,6 +28,7 @@
 #include "scaleguard/model.h"
 #include "scaleguard/probe_store.h"
 #include "verbs.h"
+#include "scaleguard/build_info.h"
 
 namespace scaleguard::cli {
 namespace {
@@ -341,7 +342,7 @@ int run(int argc, char** argv) {
   m.gpu_hours = spent_s / 3600;
   m.time = static_cast<long long>(std::time(nullptr));
   m.date = utc_text(m.time, "%Y-%m-%d");
-  m.version = SCALEGUARD_VERSION;
+  m.version = build_version();
   m.job_id = env_or("SLURM_JOB_ID", "");
   m.user = env_or("USER", std::to_string(getuid()));
   std::string path;

@@ -68,6 +68,7 @@ std::string to_json(const Plan& p) {
   field(out, "gradients", p.memory.gradients / kGiB);
   field(out, "optimizer", p.memory.optimizer / kGiB);
   field(out, "activations", p.memory.activations / kGiB);
+  field(out, "gathered", p.memory.gathered / kGiB);
   field(out, "overhead", p.memory.overhead / kGiB);
   out.back() = '}';
   out += ',';

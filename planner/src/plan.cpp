@@ -160,9 +160,33 @@ Memory memory_per_gpu(const ModelSpec& m, const Layout& l, int global_batch, con
   const double interleaved = l.interleave > 1 ? 1 + double(l.pp - 1) / (l.pp * l.interleave) : 1;
   const double logits = 4 * s * b * m.vocab / l.tp;  // fp32 logits of the last stage
   mem.activations = layers_stage * in_flight * per_layer * interleaved + working + logits;
+  // Sharded data parallel's transient full-size tensors (docs/validation.md, "ZeRO-3").
+  // ZeRO-3 gathers a block before it computes and frees it after; with the next block
+  // prefetched while this one computes, two blocks are whole at once, next to the root
+  // (embedding/LM head, kept for the step), and in the backward the root's full gradient
+  // (it accumulates from the head and the embedding) and the block's until its
+  // reduce-scatter has run. ZeRO-2 keeps one bucket of full gradients being reduce-scattered.
+  if (l.zero >= 3 && l.dp > 1) {
+    const ShardUnits u = shard_units(m, l);
+    const double whole = u.root + std::min(2, u.blocks) * u.block;
+    mem.gathered = whole * weight_bytes(m.precision) + (u.root + u.block) * grad_bytes(m.precision);
+  } else if (l.zero == 2 && l.dp > 1) {
+    mem.gathered = std::min(params * grad_bytes(m.precision), a.bucket_mb * 1e6);
+  }
+  // The caching allocator's slack (memory_fragmentation) applies to all of it, the
+  // gathered buffers included: they are freed and re-allocated every unit.
   mem.overhead = a.memory_reserved_gib * kGiB +
-                 a.memory_fragmentation * (mem.weights + mem.gradients + mem.optimizer + mem.activations);
+                 a.memory_fragmentation * (mem.states() + mem.activations + mem.gathered);
   return mem;
+}
+
+ShardUnits shard_units(const ModelSpec& m, const Layout& l) {
+  ShardUnits u;
+  const double emb = double(m.vocab) * m.hidden;
+  u.root = emb / l.tp;
+  u.block = m.layers > 0 ? std::max(0.0, m.params - emb) / m.layers / l.tp : 0;
+  u.blocks = (m.layers + l.pp - 1) / l.pp;
+  return u;
 }
 
 double young_interval(double save_s, double mtbf_s) { return std::sqrt(2 * save_s * mtbf_s); }
@@ -291,12 +315,20 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   // Gradients are reduced in the precision they are trained in (2 bytes mixed, 4 fp32).
   // ZeRO-1/2 (the distributed optimizer) reduce-scatters the gradients and all-gathers the
   // updated weights: the same bytes as the all-reduce, in two halves that overlap different
-  // work (below). ZeRO-3 also gathers the weights for the forward and again for the backward.
+  // work (below). ZeRO-3 (docs/validation.md, "ZeRO-3") keeps only shards, so every
+  // micro-batch all-gathers each block's weights before its forward and again before its
+  // backward and reduce-scatters its gradient after: three collectives of half an all-reduce
+  // per block, 1.5x the DDP bytes and 1.5 all-reduce latencies per block, per micro-batch.
+  // The root (embedding/LM head) is gathered once per step and reduce-scattered once: 1x.
   const double params_gpu = std::max(0.0, m.params - double(m.vocab) * m.hidden) / (l.tp * l.pp) +
                             double(m.vocab) * m.hidden / l.tp;
   if (l.dp > 1) {
     const double grad_b = params_gpu * grad_bytes(m.precision);
-    const double bytes = grad_b * (l.zero == 3 ? 1.5 : 1.0);
+    const bool zero3 = l.zero == 3;
+    const ShardUnits u = shard_units(m, l);
+    const double blocks_b = zero3 ? std::max(0.0, params_gpu - u.root) * grad_bytes(m.precision) : 0;
+    const double root_b = grad_b - blocks_b;  // ZeRO-3: the root; otherwise everything
+    const double bytes = zero3 ? 1.5 * blocks_b : grad_b;  // ZeRO-3: the blocks, per micro-batch
     const int per_node = std::max(1, std::min(l.dp, g / l.tp));  // m
     const int dp_nodes = (l.dp + per_node - 1) / per_node;         // n
     // Latency (alpha-beta): each collective pays a start-up per hop. A ring has 2(d-1) hops;
@@ -305,9 +337,10 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
     const double inter_us = a.collective_latency_inter_us;
     const double ring_us = 2.0 * ((l.dp - dp_nodes) * intra_us + (dp_nodes > 1 ? dp_nodes * inter_us : (dp_nodes - 1) * intra_us));
     const double tree_us = 2.0 * (std::ceil(std::log2(double(dp_nodes))) * inter_us + (per_node - 1) * intra_us);
-    // DDP all-reduces in buckets (each one a collective); ZeRO-3 gathers and reduces per layer.
+    // DDP all-reduces in buckets (each one a collective); ZeRO-3 gathers and reduces per
+    // block: 3 collectives of d-1 hops each, i.e. 1.5 all-reduce latencies per block.
     const double bucket = a.bucket_mb * 1e6;
-    const double calls = l.zero == 3 ? 3.0 * layers_stage : std::max(1.0, std::ceil(bytes / bucket));
+    const double calls = zero3 ? 1.5 * u.blocks : std::max(1.0, std::ceil(bytes / bucket));
     // Seconds per byte of the all-reduce of a rank's `bytes` (reduce + gather). Inside a node:
     // the NVLink ring. Across nodes NCCL picks the faster of a flat ring (every node's network
     // carries 2(d-1)/d of the bytes for each of its g/m DP groups) and the hierarchical
@@ -335,7 +368,9 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
           seconds_per_byte = sharp_spb, hop_s = sharp_us * 1e-6;
       }
     }
-    p.dp_comm_seconds = bytes * seconds_per_byte + calls * hop_s;
+    const double per_pass = bytes * seconds_per_byte + calls * hop_s;  // ZeRO-3: one micro-batch's blocks
+    const double root_s = zero3 ? root_b * seconds_per_byte + std::max(1.0, std::ceil(root_b / bucket)) * hop_s : 0;
+    p.dp_comm_seconds = zero3 ? mb * per_pass + root_s : per_pass;
     // Overlap. Earlier micro-batches accumulate locally, so only the last micro-batch's
     // backward can hide the gradient reduction (`comm_overlap` of it), and never the last
     // bucket: it is reduced after the backward pass has ended. With pipelining the first
@@ -344,7 +379,21 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
     const double backward_share = l.recompute == Recompute::full ? 6.0 / 8 : 4.0 / 6;
     const double window = hw.assume.comm_overlap * backward_share * per_mb;
     const double tail = std::min(bytes, bucket) * seconds_per_byte + hop_s;
-    if (l.zero == 1 || l.zero == 2) {
+    if (zero3) {
+      // Prefetch: block i+1's all-gather runs while block i computes, so per pass the exposed
+      // part is max(0, comm - comm_overlap x compute) summed over blocks (uniform blocks: the
+      // pass's totals), never less than what nothing can hide: the first block's gather of
+      // the forward and the last one's reduce-scatter of the backward. The forward carries a
+      // third of the blocks' traffic (one gather), the backward two thirds (gather +
+      // reduce-scatter). The root's gather opens the step and its reduce-scatter closes it
+      // (the embedding's gradient is complete only when the backward ends): exposed.
+      const double forward_share = l.recompute == Recompute::full ? 2.0 / 8 : 2.0 / 6;
+      const double fwd_window = hw.assume.comm_overlap * forward_share * per_mb;
+      const double unit_s = u.blocks > 0 ? u.block * weight_bytes(m.precision) * seconds_per_byte / 2 + hop_s / 2 : 0;
+      p.dp_exposed_seconds = mb * (std::max(unit_s, per_pass / 3 - fwd_window) +
+                                   std::max(unit_s, per_pass * 2 / 3 - window)) +
+                             root_s;
+    } else if (l.zero == 1 || l.zero == 2) {
       // Distributed optimizer (Megatron-Core's overlap-grad-reduce + overlap-param-gather):
       // the gradient reduce-scatter hides behind the last backward as above; the weight
       // all-gather (its half of the bytes) behind the next step's first forward, bucket by

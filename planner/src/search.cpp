@@ -123,6 +123,43 @@ std::string outpaced(const Plan& p) {
          " s) plus a restart (" + text::num(p.restart_s / 60, 1) + " min)";
 }
 
+// Why a ZeRO-3 plan rather than model parallelism (issue 27): what sharding costs and saves,
+// and the pipeline and tensor rungs' best at the same GPU count, searched for the explanation.
+std::string why_zero3(const Plan& p, const Workload& w, const Hardware& hw, const Pins& pins, const Goals& goals) {
+  Pins other = pins;
+  other.strategy.reset(), other.zero.reset(), other.tp.reset(), other.pp.reset(), other.dp.reset();
+  std::string out = text::format(
+      "why ZeRO-3: weights, gradients and optimizer state at 1/%d (%s of model states + %s of gathered units per "
+      "GPU); 1.5x the DDP traffic every micro-batch, %s s of its %s s exposed; step %s s",
+      p.layout.dp, gib(p.memory.states()).c_str(), gib(p.memory.gathered).c_str(),
+      text::num(p.dp_exposed_seconds, 3).c_str(), text::num(p.dp_comm_seconds, 3).c_str(),
+      text::num(p.step_seconds, 3).c_str());
+  for (Strategy rung : {Strategy::pipeline, Strategy::tensor}) {
+    const RungResult r = search_rung(rung, w, hw, p.gpus, other, goals);
+    if (!r.any) continue;
+    out += std::string(" vs ") + to_string(rung);
+    if (!r.fits) {
+      out += " not fitting (" + gib(r.least_memory) + ")";
+      continue;
+    }
+    const Layout& l = r.best.layout;
+    out += " " + text::num(r.best.step_seconds, 3) + " s" +
+           (rung == Strategy::pipeline
+                ? text::format(" (pp=%d, bubble %.0f%%)", l.pp, 100 * r.best.bubble_fraction)
+                : text::format(" (tp=%d, tensor-parallel comm %s s)", l.tp, text::num(r.best.tp_comm_seconds, 3).c_str()));
+  }
+  return out;
+}
+
+// The explanation lines of a chosen plan.
+void explain(Plan& p, const std::vector<std::string>& skipped, std::string verdict, const Workload& w,
+             const Hardware& hw, const Pins& pins, const Goals& goals) {
+  for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
+  p.reasons.push_back(std::move(verdict));
+  if (p.layout.zero == 3 && p.layout.tp == 1 && p.layout.pp == 1) p.reasons.push_back(why_zero3(p, w, hw, pins, goals));
+  for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
+}
+
 }  // namespace
 
 std::vector<std::string> describe_plan(const Plan& p) {
@@ -135,7 +172,9 @@ std::vector<std::string> describe_plan(const Plan& p) {
                              p.nodes));
   out.push_back("memory per GPU " + gib(mem.total()) + " of " + text::num(p.gpu_memory_gib, 0) +
                 " GiB (weights " + gib(mem.weights) + ", gradients " + gib(mem.gradients) + ", optimizer " +
-                gib(mem.optimizer) + ", activations " + gib(mem.activations) + ", buffers " + gib(mem.overhead) + ")");
+                gib(mem.optimizer) + ", activations " + gib(mem.activations) +
+                (mem.gathered > 0 ? ", gathered " + gib(mem.gathered) : std::string()) + ", buffers " +
+                gib(mem.overhead) + ")");
   out.push_back("step " + text::num(p.step_seconds, 3) + " s: compute " + text::num(p.compute_seconds, 3) +
                 " s (" + text::num(p.memory_bound_seconds, 3) + " s of it memory-bound), exposed communication " +
                 text::num(p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds, 3) + " s (comm ratio " +
@@ -178,25 +217,26 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
     if (overhead_ratio(r.best) <= goals.max_comm_ratio) {
       Plan p = r.best;
       if (!goals.explain) return p;
-      for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
-      p.reasons.push_back(std::string("ladder: ") + to_string(rung) + " is the simplest strategy that fits" +
-                          (skipped.empty() ? "" : " after the rungs above"));
-      for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
+      explain(p, skipped,
+              std::string("ladder: ") + to_string(rung) + " is the simplest strategy that fits" +
+                  (skipped.empty() ? "" : " after the rungs above"),
+              w, hw, pins, goals);
       return p;
     }
     if (goals.explain)
       skipped.push_back(std::string(to_string(rung)) + " fits but loses " + text::num(overhead_ratio(r.best), 2) +
                       " of its compute time to communication and pipeline bubbles (> " +
-                      text::num(goals.max_comm_ratio, 2) + ")");
+                      text::num(goals.max_comm_ratio, 2) + ", step " + text::num(r.best.step_seconds, 3) + " s" +
+                      (r.best.layout.zero > 0 ? text::format(" with ZeRO-%d", r.best.layout.zero) : "") + ")");
     if (!fallback.fits || r.best.step_seconds < fallback.best.step_seconds) fallback = r;
   }
   if (fallback.fits) {
     Plan p = fallback.best;
     if (!goals.explain) return p;
-    for (auto& s : skipped) p.reasons.push_back("ladder: " + s);
-    p.reasons.push_back(std::string("ladder: no strategy keeps communication and bubbles within ") +
-                        text::num(goals.max_comm_ratio, 2) + "; taking the fastest that fits, " + to_string(p.strategy));
-    for (auto& s : describe_plan(p)) p.reasons.push_back(std::move(s));
+    explain(p, skipped,
+            std::string("ladder: no strategy keeps communication and bubbles within ") +
+                text::num(goals.max_comm_ratio, 2) + "; taking the fastest that fits, " + to_string(p.strategy),
+            w, hw, pins, goals);
     return p;
   }
   std::string what = pins.strategy ? std::string(to_string(*pins.strategy)) + " on " : std::string();

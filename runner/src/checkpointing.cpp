@@ -18,6 +18,7 @@
 #include "device_staging.h"
 #include "scaleguard/catalog.h"
 #include "trainer.h"
+#include "scaleguard/build_info.h"
 #include "weights.h"
 
 namespace scaleguard::run {
@@ -143,7 +144,7 @@ std::string strategy_name(const Config& cfg, int world) {
   };
   add(cfg.tp > 1, "tp");
   add(cfg.pp > 1, "pp");
-  add(cfg.dp > 1, cfg.zero > 0 ? "zero1" : "ddp");
+  add(cfg.dp > 1, cfg.zero > 0 ? ("zero" + std::to_string(cfg.zero)).c_str() : "ddp");
   return s;
 }
 
@@ -181,7 +182,7 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
   meta.config_hash = model_hash(cfg);
   for (const std::string& key : model_config_keys())
     if (auto it = cfg.effective.find(key); it != cfg.effective.end()) meta.model_config[key] = it->second;
-  meta.code_version = SCALEGUARD_VERSION;
+  meta.code_version = build_version();
   saver_ = std::make_unique<ck::Saver>(cfg.ckpt_dir, meta, *comm_, static_cast<int>(cfg.ckpt_keep),
                                        [this](const std::string& line) { log(line); });
 
@@ -227,7 +228,10 @@ std::string Checkpointing::reserve(Trainer& t) {
     // every save (device_staging.h).
     if (auto raw = make_device_staging(t.parameters().front().param.device())) {
       auto staging = std::make_unique<StagedBuffers>(std::move(raw));
-      for (const auto& p : t.parameters()) staging->add_storage_of(p.param);
+      if (t.layout().params_sharded())  // ZeRO-3: the shards persist, the full buckets do not
+        for (const auto& b : t.layout().buckets()) staging->add_storage_of(b.shard_params);
+      else
+        for (const auto& p : t.parameters()) staging->add_storage_of(p.param);
       for (const auto& s : t.optimizer().named_state()) staging->add_storage_of(s.tensor);
       if (launch_.rank == 0)
         log("async snapshots: reserved " + std::to_string(staging->bytes()) + " bytes of host mirrors per rank, " +
@@ -359,10 +363,18 @@ std::string Checkpointing::resume(Trainer& t) {
       try {
         at::NoGradGuard no_grad;
         std::map<std::string, const FlatParam*> by_name;
+        const bool sharded = t.layout().params_sharded();  // ZeRO-3: this rank's shards of the parameters
         for (const auto& p : t.parameters()) {
           by_name[p.name] = &p;
+          if (sharded) continue;
           if (auto e = load("params/" + p.name, p.param, 0, p, 0, p.numel); !e.empty()) return e;
         }
+        if (sharded)
+          for (const auto& s : t.layout().param_shards()) {
+            const FlatParam& p = t.parameters()[s.param];
+            if (auto e = load("params/" + p.name, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel()); !e.empty())
+              return e;
+          }
         for (const auto& s : t.optimizer().named_state()) {
           const FlatParam& p = *by_name.at(s.param);
           if (auto e = load("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset,
@@ -470,10 +482,18 @@ ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy, StagedBuffers* stage
                      staged ? staged->host_view(pieces[k].local) : pieces[k].local, p.global_shape, pieces[k].offset);
   };
   std::map<std::string, const FlatParam*> by_name;
+  const bool sharded = t.layout().params_sharded();
   for (const auto& p : t.parameters()) {
     by_name[p.name] = &p;
-    add("params/" + p.name, p.param, 0, p, 0, p.numel, false);
+    if (!sharded) add("params/" + p.name, p.param, 0, p, 0, p.numel, false);
   }
+  // ZeRO-3: each rank writes its shard of every parameter, by global name and offset, as
+  // ZeRO-1 writes its range of the moments.
+  if (sharded)
+    for (const auto& s : t.layout().param_shards()) {
+      const FlatParam& p = t.parameters()[s.param];
+      add("params/" + p.name, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel(), true);
+    }
   for (const auto& s : t.optimizer().named_state()) {
     const FlatParam& p = *by_name.at(s.param);
     add("optim/" + s.param + "/" + s.kind, s.tensor, s.offset, p, s.offset, s.offset + s.tensor.numel(), cfg_.zero > 0);

@@ -255,7 +255,11 @@ class Gpt : public LanguageModel {
       x = (tok + wpe_->forward(pos)).to(compute_);                       // (B, T, C)
     }
     const bool full = recompute_ == Recompute::kFull && at::GradMode::is_enabled();
-    for (const auto& b : blocks_) x = full ? BlockRecompute::apply(x, b.get()) : b->forward(x);
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      Block* b = blocks_[i].get();
+      x = hooked_block(part_.first_block + static_cast<int64_t>(i), x,
+                       [&](const at::Tensor& in) { return full ? BlockRecompute::apply(in, b) : b->forward(in); });
+    }
     if (!part_.has_head) return x;
     x = layer_norm(ln_f_, x);
     // Vocabulary parallel: f (all-reduce of the gradient in backward), then this rank's
@@ -314,7 +318,30 @@ class MlpModel : public LanguageModel {
   nn::Linear fc_{nullptr}, proj_{nullptr};
 };
 
+// ZeRO-3: identity in forward; its backward tells the hooks that block `index`'s backward
+// is about to start (its parameters must be gathered again).
+struct BeforeBlockBackward : torch::autograd::Function<BeforeBlockBackward> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, BlockHooks* hooks, int64_t index) {
+    ctx->saved_data["hooks"] = ptr_as_int(hooks);
+    ctx->saved_data["index"] = index;
+    return x.view_as(x);  // a new tensor for the graph, same storage
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    int_as_ptr<BlockHooks>(ctx->saved_data["hooks"])->before_backward(ctx->saved_data["index"].toInt());
+    return {grads[0], at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor LanguageModel::hooked_block(int64_t index, const at::Tensor& x,
+                                       const std::function<at::Tensor(const at::Tensor&)>& fn) {
+  if (!block_hooks_) return fn(x);
+  block_hooks_->before_forward(index);
+  at::Tensor y = fn(x);
+  block_hooks_->after_forward(index);
+  return at::GradMode::is_enabled() ? BeforeBlockBackward::apply(y, block_hooks_, index) : y;
+}
 
 at::Tensor LanguageModel::loss(const at::Tensor& input, const at::Tensor& targets) {
   if (!has_head()) throw RunError("loss() needs the model part with the head (the last pipeline stage)");

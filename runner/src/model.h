@@ -10,6 +10,7 @@
 #pragma once
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,8 +30,23 @@ struct ModelPart {
   Communicator* tp_group = nullptr;  // tensor-parallel peers; nullptr = no tensor parallel
 };
 
+// ZeRO-3 (data_parallel.h, ZeroThree): called by a model around each of its blocks so the
+// block's sharded parameters are gathered just before they are used and freed after. Block
+// numbers are the global ones ("blocks.N."). before_backward runs when the gradient of the
+// block's output arrives, before any of the block's backward (recomputed forward included).
+class BlockHooks {
+ public:
+  virtual ~BlockHooks() = default;
+  virtual void before_forward(int64_t block) = 0;
+  virtual void after_forward(int64_t block) = 0;
+  virtual void before_backward(int64_t block) = 0;
+};
+
 class LanguageModel : public torch::nn::Module {
  public:
+  // ZeRO-3: a model that runs blocks calls these hooks around each (nullptr = none). A model
+  // that does not (MLP, TorchScript) keeps every bucket gathered for the whole step.
+  void set_block_hooks(BlockHooks* h) { block_hooks_ = h; }
   // Full model: idx (B, T) int64 -> logits, (B, T, V) for a model that predicts every
   // position, (B, V) for one that predicts the token after the window.
   // A GPT part takes idx on the first stage, activations (B, T, C) float otherwise, and
@@ -57,6 +73,12 @@ class LanguageModel : public torch::nn::Module {
   // pipeline-parallel groups: every gradient exactly once (replicated ones on tp rank 0,
   // the tied copy on the first stage only).
   virtual bool counts_in_norm(const std::string& /*name*/) const { return true; }
+
+ protected:
+  // Runs block `index` (fn) between the hooks; with grad mode on, the output carries a
+  // node whose backward calls before_backward(index) first.
+  at::Tensor hooked_block(int64_t index, const at::Tensor& x, const std::function<at::Tensor(const at::Tensor&)>& fn);
+  BlockHooks* block_hooks_ = nullptr;
 };
 
 // Deterministic: the same config and seed give bit-identical parameters on every rank.

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "scaleguard/nccl_env.h"
+#include "scaleguard/build_info.h"
 
 extern char** environ;
 
@@ -48,7 +49,7 @@ std::string apply_nccl_profile() {
   // containers whose only interface may be lo, which tcp-v1's ^lo would leave NCCL without).
   if (profile_family(node) != "efa") return "";
   const char* dir_env = std::getenv("SCALEGUARD_NCCL_PROFILES");
-  const std::string dir = dir_env ? dir_env : std::string(SCALEGUARD_CONFIG_DIR) + "/nccl";
+  const std::string dir = dir_env ? dir_env : std::string(build_config_dir()) + "/nccl";
   const auto profile = load_profile(dir, profile_family(node));
   if (!profile.ok())
     return "warning: no NCCL profile applied (" + profile.error().str() +

@@ -76,7 +76,8 @@ void AdamW::step(double lr, const BeforeWrite& before_write) {
   const auto& buckets = layout_.buckets();
   for (size_t b = 0; b < buckets.size(); ++b) {
     if (before_write) {
-      before_write(buckets[b].params);   // whole bucket: ZeRO-1's all-gather writes all of it
+      // Whole bucket: ZeRO-1's all-gather writes all of it; ZeRO-3 changes only the shard.
+      before_write(layout_.params_sharded() ? buckets[b].shard_params : buckets[b].params);
       before_write(exp_avg_[b]);
       before_write(exp_avg_sq_[b]);
     }
@@ -94,7 +95,8 @@ void AdamW::step(double lr, const BeforeWrite& before_write) {
     p.addcdiv_(exp_avg_[b], scratch_[b], -lr / bc1);                 // p -= lr m / bc1 / denom
   }
   Communicator* group = layout_.shard_group();
-  if (!group || group->size() == 1) return;
+  // ZeRO-3: the shards are the parameters; the next forward gathers them block by block.
+  if (!group || group->size() == 1 || layout_.params_sharded()) return;
   // ZeRO-1: every rank updated its shard; gather the whole buckets. The send buffer may not
   // alias the receive buffer, so the shard goes through the (now free) scratch.
   TimedInterval timed(Timed::kComm);

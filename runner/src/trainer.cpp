@@ -97,9 +97,14 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
                                  : make_model(cfg, part);  // initialised on the CPU: the same values on every device
   model_->to(device_);
   if (grid_.pp > 1) pipeline_ = std::make_unique<Pipeline>(cfg, grid_, *model_, device_);
-  // ZeRO-1 (issue 6 part A): the layout, and so the optimizer state, sharded over dp.
+  // ZeRO-1 (issue 6 part A): the layout, and so the optimizer state, sharded over dp;
+  // ZeRO-2 the gradients too, ZeRO-3 the parameters too (issue 27).
   layout_ = std::make_unique<FlatLayout>(*model_, static_cast<int64_t>(cfg.bucket_mb * (1 << 20)),
-                                         cfg.zero >= 1 ? grid_.dp_group.get() : nullptr);
+                                         cfg.zero >= 1 ? grid_.dp_group.get() : nullptr, static_cast<int>(cfg.zero));
+  if (layout_->params_sharded()) {
+    zero3_ = std::make_unique<ZeroThree>(*layout_);
+    model_->set_block_hooks(zero3_.get());
+  }
   const bool compress = cfg.compress != "none" && grid_.dp > 1;
   // Top-k: no bucket all-reduce from the hooks; the compressor exchanges after backward.
   dp_ = std::make_unique<DataParallel>(*layout_, *grid_.dp_group, !cfg.no_overlap && !compress);
@@ -121,7 +126,14 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
                              "training uncompressed").c_str());
   if (launch_.rank == 0)
     std::fprintf(stderr, "scaleguard-run: tp=%d%s: optimizer state %lld bytes per rank\n", grid_.tp,
-                 cfg.zero >= 1 ? ", ZeRO-1 (sharded over dp)" : "", static_cast<long long>(optim_->state_bytes()));
+                 cfg.zero >= 1 ? (", ZeRO-" + std::to_string(cfg.zero) +
+                                  (cfg.zero == 1   ? " (optimizer state sharded over dp)"
+                                   : cfg.zero == 2 ? " (optimizer state and gradients sharded over dp)"
+                                                   : " (optimizer state, gradients and parameters sharded over dp)") +
+                                  (grid_.dp == 1 ? ", nothing to shard with dp=1" : ""))
+                                     .c_str()
+                               : "",
+                 static_cast<long long>(optim_->state_bytes()));
   if (launch_.rank == 0)
     std::fprintf(stderr, "scaleguard-run: precision %s%s, recompute %s\n", cfg.precision.c_str(),
                  cfg.precision == "bf16" ? " (bf16 forward/backward; fp32 master weights, gradients and AdamW state)" : "",
@@ -219,6 +231,7 @@ int Trainer::run() {
     const StepTimer::Mark step_start = timer_->begin();
     double lr = lr_at(cfg_, state_.step);
     layout_->zero_grad();
+    if (zero3_) zero3_->begin_step();
     double loss_sum = 0;  // this rank's micro-batch losses (the last stage's with pp)
     PipelineStep pipe;
     if (pipeline_) {
@@ -244,6 +257,7 @@ int Trainer::run() {
     // clipped each rank's gradient before selection (DGC's local clipping): norm only here.
     double grad_norm = clip_grad_norm(*layout_, compress_ ? 0.0 : cfg_.grad_clip, {grid_.tp_group.get(), grid_.pp_group.get()});
     optim_->step(lr, hooks.before_update);
+    if (zero3_) zero3_->end_step();
     ++state_.step;
     state_.position = static_cast<uint64_t>(state_.step * cfg_.global_batch);
     state_.epoch = static_cast<int64_t>(state_.position / sampler_.n());
@@ -280,18 +294,19 @@ int Trainer::run() {
     }
   }
   if (mem && launch_.rank == 0) {
-    int64_t params = 0, grads = 0;
-    for (const auto& b : layout_->buckets()) {
-      params += b.params.numel() * static_cast<int64_t>(b.params.element_size());
-      grads += b.grads.numel() * static_cast<int64_t>(b.grads.element_size());
-      if (b.grad_shard.defined() && !b.grad_shard.is_same(b.grads) && b.grad_shard.data_ptr() != b.grads.data_ptr())
-        grads += b.grad_shard.numel() * static_cast<int64_t>(b.grad_shard.element_size());  // ZeRO's reduce-scatter output
-    }
+    // What persists between steps (ZeRO-2/3: the shards; the full buckets they free are
+    // allocated inside the steps and so counted in the step peak).
+    const int64_t params = layout_->param_bytes(), grads = layout_->grad_bytes(), optim = optim_->state_bytes();
+    const int64_t peak = mem->peak.load();
     std::fprintf(stderr,
                  "scaleguard-run: memory (rank 0): parameters %lld, gradients %lld, optimizer state %lld bytes; "
-                 "step peak %lld bytes on top (activations and temporaries; c10 CPU allocator reporting)\n",
-                 static_cast<long long>(params), static_cast<long long>(grads),
-                 static_cast<long long>(optim_->state_bytes()), static_cast<long long>(mem->peak.load()));
+                 "step peak %lld bytes on top (activations and temporaries%s; c10 CPU allocator reporting); "
+                 "total peak %lld bytes\n",
+                 static_cast<long long>(params), static_cast<long long>(grads), static_cast<long long>(optim),
+                 static_cast<long long>(peak),
+                 layout_->params_sharded() ? ", gathered parameters and full gradients"
+                 : layout_->grads_sharded() ? ", full gradients" : "",
+                 static_cast<long long>(params + grads + optim + peak));
   }
   mem_guard.reset();
   finish_run(loss);
@@ -387,6 +402,7 @@ std::string Trainer::params_checksum() const {
 }
 
 void Trainer::finish_run(double loss) {
+  if (zero3_) zero3_->gather_all();  // the checksum and the dump read whole parameters
   std::string sum = params_checksum();
   // Data parallel keeps identical replicas (and with pp every stage gathered the same
   // whole model): a differing checksum is a bug, say so loudly.
@@ -395,6 +411,10 @@ void Trainer::finish_run(double loss) {
   // Gathered before rank 0 returns: with pp > 1 this is collective over the pp group.
   std::vector<std::pair<std::string, at::Tensor>> params;
   if (!cfg_.dump_params.empty()) params = all_parameters();
+  if (zero3_) {
+    for (auto& [name, t] : params) t = t.clone();  // ZeRO-3 frees the gathered buckets next
+    zero3_->end_step();
+  }
   if (launch_.rank != 0) return;
   for (int r = 1; r < launch_.world; ++r)
     if (sum != &all[17 * static_cast<size_t>(r)])

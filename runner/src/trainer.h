@@ -68,6 +68,9 @@ class Trainer {
   ProcessGrid& grid() { return grid_; }
   TrainState& state() { return state_; }
   const std::vector<FlatParam>& parameters() const { return layout_->params(); }
+  // The flat buckets; under ZeRO-3 (layout().params_sharded()) a parameter's view holds
+  // data only while gathered: save and load layout().param_shards() instead.
+  const FlatLayout& layout() const { return *layout_; }
   AdamW& optimizer() { return *optim_; }
   TopKCompressor* compressor() { return compress_.get(); }  // --compress topk with dp > 1, else null
   at::Tensor rng_state() const;                // default CPU generator
@@ -101,6 +104,7 @@ class Trainer {
   std::shared_ptr<LanguageModel> model_;
   std::unique_ptr<FlatLayout> layout_;
   std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<ZeroThree> zero3_;  // ZeRO-3 over dp > 1: the gathers around the blocks
   std::unique_ptr<AdamW> optim_;
   std::unique_ptr<TopKCompressor> compress_;
   std::unique_ptr<Pipeline> pipeline_;  // pp > 1

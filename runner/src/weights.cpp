@@ -132,7 +132,13 @@ std::string load_safetensors(const std::string& from, std::vector<LoadTarget>& t
         global = at::empty(info.shape, opts);
         std::memcpy(global.data_ptr(), data, info.end - info.begin);
       }
-      const at::Tensor piece = take_slice(global, t.slice);
+      at::Tensor piece = take_slice(global, t.slice);
+      if (t.flat_offset >= 0) {  // ZeRO-3: this rank's range of the flattened piece
+        if (t.flat_offset + t.local.numel() > piece.numel())
+          return where + ": this rank's shard [" + std::to_string(t.flat_offset) + ", +" + std::to_string(t.local.numel()) +
+                 ") lies outside its " + std::to_string(piece.numel()) + " elements";
+        piece = piece.reshape({-1}).narrow(0, t.flat_offset, t.local.numel());
+      }
       if (piece.sizes() != t.local.sizes())
         return where + ": this rank's slice has shape " + shape_text(piece.sizes().vec()) + " but it holds " +
                shape_text(t.local.sizes().vec());
@@ -151,7 +157,14 @@ std::string load_safetensors(const std::string& from, std::vector<LoadTarget>& t
 std::string init_from(Trainer& t, const Launch& l) {
   const Config& cfg = t.config();
   std::vector<LoadTarget> targets;
-  for (const FlatParam& p : t.parameters()) targets.push_back({p.name, p.param, p.global_shape, p.slice});
+  if (t.layout().params_sharded()) {  // ZeRO-3: the shards are the only persistent copy
+    for (const ParamShard& sh : t.layout().param_shards()) {
+      const FlatParam& p = t.parameters()[sh.param];
+      targets.push_back({p.name, sh.tensor, p.global_shape, p.slice, sh.offset});
+    }
+  } else {
+    for (const FlatParam& p : t.parameters()) targets.push_back({p.name, p.param, p.global_shape, p.slice});
+  }
   std::vector<std::string> unused;
   std::string error = load_safetensors(cfg.init_from, targets, &unused);
   // A tensor no rank loaded is not part of this model. One rank cannot tell (a pipeline stage

@@ -24,12 +24,15 @@ namespace scaleguard::run {
 class Trainer;
 
 // What a rank loads: the global parameter `name` of `global_shape`, of which `local` is the
-// piece `slice` (take_slice(global, slice) has local's shape).
+// piece `slice` (take_slice(global, slice) has local's shape), or a flat range of it.
 struct LoadTarget {
   std::string name;
   at::Tensor local;
   std::vector<int64_t> global_shape;
   Slice slice;
+  // >= 0 (ZeRO-3): `local` is elements [flat_offset, flat_offset + local.numel()) of the
+  // flattened piece, not the piece itself.
+  int64_t flat_offset = -1;
 };
 
 // Loads every target from `from` (a .safetensors file, or a directory with model.safetensors

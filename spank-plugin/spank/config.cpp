@@ -2,6 +2,7 @@
 #include <map>
 
 #include "plugin.h"
+#include "scaleguard/build_info.h"
 
 namespace scaleguard::spank {
 namespace {
@@ -19,7 +20,7 @@ const Config& config() { return current; }
 
 bool load_config(int ac, char** av, std::string& error) {
   Config parsed;
-  parsed.profiles = std::string(SCALEGUARD_CONFIG_DIR) + "/nccl";
+  parsed.profiles = std::string(scaleguard::build_config_dir()) + "/nccl";
   const std::map<std::string, std::string Config::*> keys = {
       {"policy", &Config::policy}, {"catalog", &Config::catalog},
       {"sysfs", &Config::sysfs},   {"profiles", &Config::profiles},

@@ -6,7 +6,8 @@
 #  2. --init-from the export continues like resuming the HDF5 checkpoint: both runs train on a
 #     token file holding one window (every sample is the same sequence), so the resumed run's
 #     step 5 and the --init-from run's step 1 compute the forward loss of the same weights on
-#     the same batch: equal (tp=2 both: bit for bit; pp=2 and 1 process from the same export:
+#     the same batch: equal (tp=2 both: bit for bit; pp=2, ZeRO-3 dp=2 (each rank loads its
+#     shard) and 1 process from the same export:
 #     <= 1e-5). Only that first forward loss is compared: --init-from starts AdamW fresh, so
 #     the updates (and every later loss) differ from the resumed run's.
 #  3. sharded export (index.json) and a bf16 export load too; a checkpoint in --ckpt-dir wins
@@ -126,6 +127,7 @@ check_init() {  # check_init NAME RANKS TOLERANCE WEIGHTS ARGS...
 }
 check_init init-tp2 2 0 exp --tp 2
 check_init init-pp2 2 1e-5 exp --pp 2
+check_init init-zero3 2 1e-5 exp --dp 2 --zero 3
 
 # 3. sharded and bf16 exports; a checkpoint in --ckpt-dir wins.
 "$run" export --ckpt ck --output exp-sharded --max-shard-gb 0.00002 2> sh.log || { cat sh.log; fail "sharded export failed"; }

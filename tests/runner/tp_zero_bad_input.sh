@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Layouts the model cannot take fail on every rank with a clear message, never a hang:
-# tp not dividing n-head, the MLP model with tensor parallel, an unimplemented ZeRO stage,
-# ZeRO-1 with pipeline stages and a tied head, checkpoints of a tp or ZeRO run (the
+# tp not dividing n-head, the MLP model with tensor parallel, a ZeRO stage that does not
+# exist, ZeRO-3 with pipeline stages, ZeRO-1 with pipeline stages and a tied head, checkpoints of a tp or ZeRO run (the
 # writer does not handle slices and shards yet).
 source "$(dirname "$0")/lib.sh"
 "$run" prep --input /usr/share/games/fortunes/fortunes --output good.bin
@@ -24,7 +24,9 @@ expect_failure() {  # NAME RANKS PATTERN ARGS...
 
 expect_failure tp_heads 2 "tp=2 does not divide n-head=3" train --model gpt --n-head 3 --tp 2 "${small[@]}"
 expect_failure mlp_tp 2 "tensor parallel.*needs the gpt model" train --model mlp --tp 2 "${small[@]}"
-expect_failure zero_stage 2 "zero=2.*only ZeRO stage 1" train --model gpt --n-head 4 --zero 2 "${small[@]}"
+expect_failure zero_stage 2 "zero=4: ZeRO stages are 0, 1, 2 and 3" train --model gpt --n-head 4 --zero 4 "${small[@]}"
+expect_failure zero3_pp 2 "ZeRO-3 with pipeline stages \(pp=2\) is not implemented" \
+  train --model gpt --n-head 4 --n-layer 2 --pp 2 --zero 3 --untied-head "${small[@]}"
 expect_failure zero_pp_tied 2 "ZeRO-1 with pipeline stages \(pp=2\) needs --untied-head" \
   train --model gpt --n-head 4 --n-layer 2 --pp 2 --zero 1 "${small[@]}"
 expect_failure zero_negative 2 "zero >= 0" train --model gpt --n-head 4 --zero -1 "${small[@]}"

@@ -53,6 +53,23 @@ submit() {
   [[ $job_id =~ ^[0-9]+$ ]] || { echo "sbatch $*: no job id in: $out" >&2; return 1; }
 }
 
+# start_requeued JOB: a requeued job is held for Slurm's requeue delay (cred_expire, 120 s).
+# Once it is pending again, its begin time is moved 2 s on (not now: a slurmd refuses a
+# relaunch within the second it killed the job, "already killed"); the begin time passing is
+# no scheduling event, so a second update (which queues the scheduler) starts it then instead
+# of at slurmctld's next periodic pass, 20-30 s later.
+start_requeued() {
+  local i
+  for ((i = 0; i < 1500; i++)); do
+    [ "$(squeue -h -j "$1" -o %T)" = PENDING ] &&
+      scontrol update jobid="$1" StartTime=now+2 2>/dev/null && break
+    sleep 0.2
+  done
+  ((i < 1500)) || { echo "job $1 never pending again" >&2; return 1; }
+  sleep 2.5
+  scontrol update jobid="$1" StartTime=now 2>/dev/null || true
+}
+
 # Waits until job $1 ends (at most $2 seconds, default 60: a hang guard, not a measurement);
 # prints the final state (GONE when slurmctld no longer knows the job).
 wait_job() {

@@ -144,16 +144,11 @@ held_job() {
   assert_output 13:00:00
 }
 
-# requeue_and_run JOB: the owner requeues the (finished) job; it is started 2 s on instead of
-# after Slurm's requeue delay (cred_expire, 120 s); prints the state it ends in.
+# requeue_and_run JOB: the owner requeues the (finished) job, started at once (start_requeued);
+# prints the state it ends in.
 requeue_and_run() {
-  local i
   as_user "$RU_TMP" scontrol requeue "$1" || return 1
-  for ((i = 0; i < 300; i++)); do
-    [ "$(squeue -h -j "$1" -o %T)" = PENDING ] && scontrol update jobid="$1" StartTime=now+2 2>/dev/null && break
-    sleep 0.2
-  done
-  sleep 1
+  start_requeued "$1" || return 1
   wait_job "$1" 120
 }
 

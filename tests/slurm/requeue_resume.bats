@@ -72,14 +72,9 @@ final_checksum() {  # final_checksum METRICS.jsonl
   run scancel --signal=USR1 --batch "$job_id"
   assert_success
 
-  # The script requeues the job; Slurm would hold it back for its requeue delay (cred_expire,
-  # 120 s by default): start it 2 s on once it is pending again (not now: a slurmd refuses a
-  # relaunch within the second it killed the job, "already killed").
-  for ((i = 0; i < 1500; i++)); do
-    [ "$(squeue -h -j "$job_id" -o %T)" = PENDING ] &&
-      scontrol update jobid="$job_id" StartTime=now+2 2>/dev/null && break
-    sleep 0.2
-  done
+  # The script requeues the job; start it without Slurm's requeue delay.
+  run start_requeued "$job_id"
+  assert_success
   run wait_job "$job_id" 300
   assert_output COMPLETED
 

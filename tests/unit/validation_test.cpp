@@ -198,6 +198,29 @@ TEST(Validation, PredictsEveryRun) {
   }
 }
 
+// Issue 27: the ZeRO-3 memory model (gathered blocks and root, prefetch, fragmentation) against
+// runs that happened: every published FSDP/ZeRO-3 layout in runs.csv ran, so the model must
+// not put it more than 2% over the device (well inside its own 10% fragmentation slack). Two
+// activation-bound runs without recompute land just over (mosaic-1b-h100, micro-batch 20,
+// 81.1 of 80 GiB, over before issue 27 as well; mosaic-3b-a100-40, 40.5 of 40 GiB): the
+// count pins that no other layout crosses.
+TEST(Validation, EveryPublishedZeroThreeLayoutFitsWithinTwoPercent) {
+  int n = 0, fit = 0;
+  for (const auto& r : runs()) {
+    if (!r.zero || *r.zero != 3) continue;
+    const Prediction p = predict(r);
+    ASSERT_TRUE(p.ok) << r.id << ": " << p.error;
+    EXPECT_GT(p.plan.memory.gathered, 0) << r.id;
+    const double used = p.plan.memory.total() / (p.plan.gpu_memory_gib * (1 << 30));
+    EXPECT_LE(used, 1.02) << r.id << ": " << p.plan.memory.total() / (1 << 30) << " GiB";
+    ++n;
+    if (p.plan.fits) ++fit;
+    else std::printf("published ZeRO-3 layout predicted %.1f%% over the device: %s\n", 100 * (used - 1), r.id.c_str());
+  }
+  EXPECT_GE(n, 18);
+  EXPECT_GE(fit, n - 2);
+}
+
 TEST(Validation, SteadyStateRunsStayWithinTheReportedBand) {
   for (const auto& r : runs()) {
     if (r.kind == "bench") {

@@ -63,9 +63,26 @@ double tokens_for_single_gpu_hours(const ModelSpec&, const GpuType&, double hour
 
 struct Memory {  // bytes per GPU (worst pipeline stage)
   double weights = 0, gradients = 0, optimizer = 0, activations = 0, overhead = 0;
-  double total() const { return weights + gradients + optimizer + activations + overhead; }
+  // Full-size tensors sharded data parallel materializes for a while (docs/validation.md,
+  // "ZeRO-3"): ZeRO-3 the root's weights and gradient, the weights of the block being
+  // computed and of the one being prefetched, and one block's full gradient before its
+  // reduce-scatter; ZeRO-2 one reduce-scatter bucket of full gradients. 0 for ZeRO 0/1.
+  double gathered = 0;
+  double states() const { return weights + gradients + optimizer; }  // model states (ZeRO paper)
+  double total() const { return weights + gradients + optimizer + activations + gathered + overhead; }
 };
 Memory memory_per_gpu(const ModelSpec&, const Layout&, int global_batch, const Assumptions&);
+
+// What ZeRO-3 gathers on a rank (per tensor-parallel shard, in parameters), as FSDP2 and
+// scaleguard-run do: each transformer block is a unit, gathered before its forward and again
+// before its backward and freed after each; the rest -- the embedding, tied with the LM head
+// (the root) -- is gathered once per step and kept until the backward has reduced it.
+struct ShardUnits {
+  double block = 0;  // parameters of one block: (P - vocab*hidden) / layers, / tp
+  double root = 0;   // vocab*hidden / tp
+  int blocks = 0;    // blocks of the stage
+};
+ShardUnits shard_units(const ModelSpec&, const Layout&);
 
 struct Plan {
   Layout layout;

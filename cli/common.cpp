@@ -148,9 +148,9 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     if (!v) return std::nullopt;
     *slot = *v;
   }
-  // Like decide() under the shipped policy (max_zero_stage = 1): a plan names only stages
-  // the runner executes, unless asked to explore.
-  s.goals.max_zero_stage = 1;
+  // Like decide() under the shipped policy (max_zero_stage = 3, what scaleguard-run
+  // executes); --max-zero-stage 1 plans for a runner that shards only the optimizer state.
+  s.goals.max_zero_stage = 3;
   if (vm.count("max-zero-stage")) {
     auto v = int_option(vm, "max-zero-stage", 0, 3);
     if (!v) return std::nullopt;

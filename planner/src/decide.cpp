@@ -794,7 +794,7 @@ Decision with_twin(const JobRequest& job, const Policy& policy, Decision d) {
 
 // One partition, or each of a comma list: a job may start in any partition listed, so it is
 // kept only in those that accept it (the list is rewritten) and bounded by the tightest.
-Decision decide_impl(const JobRequest& job, const Policy& policy) {
+Decision decide_list(const JobRequest& job, const Policy& policy) {
   std::vector<std::string> names;
   for (auto& n : text::split(job.partition, ','))
     if (!n.empty()) names.push_back(n);
@@ -855,6 +855,54 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
     d.action = Action::rewrite;
     d.message += " Partition list rewritten to " + list + " (refused elsewhere)." + refusals;
   }
+  return d;
+}
+
+// With Alternate= partitions: the job is judged as the list of those asked for (or the default)
+// and their alternates. An alternate that refuses refuses the job: Slurm moves it there while the
+// partition asked for is drained, which no partition list written back prevents. The list written
+// back holds the partitions asked for that were kept, never the alternates (Slurm reaches them).
+Decision decide_impl(const JobRequest& job, const Policy& policy) {
+  if (job.alternate_partitions.empty()) return decide_list(job, policy);
+  std::vector<std::string> asked;
+  for (auto& n : text::split(job.partition, ','))
+    if (!n.empty()) asked.push_back(n);
+  if (asked.empty()) {
+    const Partition* def = policy.default_partition();
+    if (!def) return decide_list(job, policy);
+    asked.push_back(def->name);
+  }
+  std::vector<std::string> all = asked, added;
+  for (const auto& alt : job.alternate_partitions)
+    if (!alt.empty() && std::find(all.begin(), all.end(), alt) == all.end()) all.push_back(alt), added.push_back(alt);
+  if (added.empty()) return decide_list(job, policy);
+  JobRequest listed = job;
+  listed.partition = text::join(all, ",");
+  Decision d = decide_list(listed, policy);
+  if (d.action == Action::reject || !d.rewrite.partition) return d;
+  const std::vector<std::string> kept = text::split(*d.rewrite.partition, ',');
+  auto in_kept = [&](const std::string& n) { return std::find(kept.begin(), kept.end(), n) != kept.end(); };
+  std::vector<std::string> refused, kept_asked;
+  for (const auto& alt : added)
+    if (!in_kept(alt)) refused.push_back(alt);
+  if (!refused.empty()) {
+    d.action = Action::reject;
+    d.summary = "scaleguard: reject: refused in Alternate=" + text::join(refused, ",");
+    d.message = "scaleguard: reject: Slurm sends this job to Alternate=" + text::join(refused, ",") +
+                " while its partition is drained, and it is refused there." + d.message;
+    return d;
+  }
+  for (const auto& n : asked)
+    if (in_kept(n)) kept_asked.push_back(n);
+  if (kept_asked.empty()) {  // only alternates accept: Slurm reaches them only from a refusing partition
+    d.action = Action::reject;
+    d.summary = "scaleguard: reject: refused in " + text::join(asked, ",");
+    d.message = "scaleguard: reject: refused in every partition asked for (" + text::join(asked, ",") + ")." + d.message;
+    return d;
+  }
+  // The job named no partition (the default was kept), or every one it named was kept.
+  if (job.partition.empty() || kept_asked.size() == asked.size()) d.rewrite.partition.reset();
+  else d.rewrite.partition = text::join(kept_asked, ",");
   return d;
 }
 

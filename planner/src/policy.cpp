@@ -225,7 +225,7 @@ Result<std::shared_ptr<const Policy>> load_policy(const std::string& path, const
         {"node_mtbf_hours", ini::Field::number, &mtbf, 1, 1e7, false, "hours"},
         {"signal_before_s", ini::Field::integer, &policy->signal_before_s, 10, 86400, false, "seconds"},
         {"max_zero_stage", ini::Field::integer, &policy->max_zero_stage, 0, 3, false,
-         "0-3: 1 for scaleguard-run (ZeRO-1), 3 for a DeepSpeed/FSDP runner"},
+         "0-3: 3 for scaleguard-run, DeepSpeed or FSDP; 1 for a runner that shards only the optimizer state"},
         {"max_job_runs", ini::Field::integer, &policy->max_job_runs, 0, 1000000, false,
          "runs of one batch job over its life, requeues included (0 = no limit)"},
         {"mode", ini::Field::text, &mode, 0, 0, false, "enforce or shadow"},

@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "record.h"
 #include "request.h"
+#include "scaleguard/text.h"
 #include "settings.h"
 #include "slurm_api.h"
 #include "slurm_shim.h"
@@ -77,36 +78,31 @@ scaleguard::Decision input_refusal(const std::string& message) {
 bool judge_in_every_partition(const job_desc_msg_t& job, const scaleguard::Policy& policy,
                               scaleguard::JobRequest* request) {
   if (!request->partition.empty() || !job.reservation || !*job.reservation) return false;
-  std::string list;
-  int listed = 0;
+  std::vector<std::string> names;
   for (const auto& p : policy.partitions) {
     std::string name = p.name;  // find_part_record takes a char*, and does not keep it
     if (find_part_record && !find_part_record(name.data())) continue;  // not in this cluster
-    if (++listed > 32) break;  // decide()'s bound on a partition list
-    list += (list.empty() ? "" : ",") + p.name;
+    if (names.size() == 32) break;  // decide()'s bound on a partition list
+    names.push_back(p.name);
   }
-  if (listed == 0) return false;
-  request->partition = list;
+  if (names.empty()) return false;
+  request->partition = scaleguard::text::join(names, ",");
   return true;
 }
 
 // Partitions' Alternate= (issue 25, class 10): while a partition is drained or inactive,
 // slurmctld sends a job submitted to it to its alternate, and on along the chain
-// (job_mgr.c, _alt_part_test), after job_submit. Every alternate of the partitions judged is
-// judged too (as a list, strictest of all); returns the alternates added. The default
-// partition stands for a job that names none.
-std::vector<std::string> add_alternates(const scaleguard::Policy& policy, scaleguard::JobRequest* request) {
-  std::vector<std::string> added;
-  if (!find_part_record) return added;
+// (job_mgr.c, _alt_part_test), after job_submit. The chain of the partitions asked for (the
+// default partition for a job that names none) goes into the request; decide() judges it.
+void add_alternates(const scaleguard::Policy& policy, scaleguard::JobRequest* request) {
+  request->alternate_partitions.clear();
+  if (!find_part_record) return;
   std::vector<std::string> names;
-  for (size_t b = 0; b <= request->partition.size();) {
-    size_t e = std::min(request->partition.find(',', b), request->partition.size());
-    if (e > b) names.push_back(request->partition.substr(b, e - b));
-    b = e + 1;
-  }
+  for (auto& n : scaleguard::text::split(request->partition, ','))
+    if (!n.empty()) names.push_back(n);
   if (names.empty()) {
     const scaleguard::Partition* def = policy.default_partition();
-    if (!def) return added;
+    if (!def) return;
     names.push_back(def->name);
   }
   for (size_t i = 0; i < names.size() && names.size() <= 32; ++i) {
@@ -114,13 +110,8 @@ std::vector<std::string> add_alternates(const scaleguard::Policy& policy, scaleg
     const char* alternate = sg_shim::partition_alternate(find_part_record(name.data()));
     const std::string alt(alternate, strnlen(alternate, 256));
     if (alt.empty() || std::find(names.begin(), names.end(), alt) != names.end()) continue;
-    names.push_back(alt), added.push_back(alt);
+    names.push_back(alt), request->alternate_partitions.push_back(alt);
   }
-  if (added.empty()) return added;
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
-  request->partition = list;
-  return added;
 }
 
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
@@ -143,8 +134,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   }
   entry.array_tasks = std::max(1, request.array_tasks);
   const bool via_reservation = judge_in_every_partition(*job, *policy, &request);
-  const std::string asked_partition = request.partition;  // before alternates join the list
-  const std::vector<std::string> alternates = add_alternates(*policy, &request);
+  add_alternates(*policy, &request);
   if (request.het_component > 0 && (t_het.uid != entry.uid || t_het.next != request.het_component)) {
     auto d = input_refusal("scaleguard: het job component " + std::to_string(request.het_component) +
                            " arrived without the components before it; submit the het job again");
@@ -169,31 +159,6 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
       t_het.budget_tickets.clear();
     } else if (budget.ticket) {
       t_het.budget_tickets.push_back(budget.ticket);
-    }
-  }
-  if (!alternates.empty() && decision.action != Action::reject) {
-    // Slurm moves the job to an alternate only while its partition is drained: one that
-    // refuses the job cannot be left out of a list the job never carried, so it refuses.
-    std::string refused;
-    for (const auto& alt : alternates)
-      if (decision.rewrite.partition && ("," + *decision.rewrite.partition + ",").find("," + alt + ",") == std::string::npos)
-        refused += (refused.empty() ? "" : ",") + alt;
-    if (!refused.empty()) {
-      decision.action = Action::reject;
-      decision.message = "scaleguard: reject: Slurm sends this job to Alternate=" + refused +
-                         " while its partition is drained, and it is refused there." + decision.message;
-    } else if (decision.rewrite.partition) {
-      // The list written back holds the partitions the job asked for (those kept), never the
-      // alternates: Slurm reaches them itself.
-      std::string kept;
-      for (size_t b = 0; b <= asked_partition.size();) {
-        size_t e = std::min(asked_partition.find(',', b), asked_partition.size());
-        const std::string name = asked_partition.substr(b, e - b);
-        if (!name.empty() && ("," + *decision.rewrite.partition + ",").find("," + name + ",") != std::string::npos)
-          kept += (kept.empty() ? "" : ",") + name;
-        b = e + 1;
-      }
-      decision.rewrite.partition = kept.empty() || kept == asked_partition ? std::nullopt : std::optional<std::string>(kept);
     }
   }
   if (via_reservation && decision.action != Action::accept)
@@ -401,11 +366,8 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     // Judged in no governed partition at submission: it stays ungoverned unless the update
     // moves it into a governed partition.
     bool into_governed = false;
-    for (size_t b = 0; b < change.partition.size();) {
-      size_t e = std::min(change.partition.find(',', b), change.partition.size());
-      into_governed |= policy->find_partition(change.partition.substr(b, e - b)) != nullptr;
-      b = e + 1;
-    }
+    for (const auto& name : scaleguard::text::split(change.partition, ','))
+      into_governed |= !name.empty() && policy->find_partition(name) != nullptr;
     if (!into_governed) return SLURM_SUCCESS;
     return refuse(input_refusal("scaleguard: job " + job + " was not judged at submission; moving it into partition " +
                                 change.partition + " needs a new submission there"));
@@ -420,6 +382,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
   const bool requeue_off = update->requeue == 0;  // scontrol update Requeue=0
   if (requeue_off) request.requeue = false;
   request.user = "uid " + std::to_string(uid);
+  add_alternates(*policy, &request);  // of the partitions the job has after the update
   sg_slurm::attach_measurements(*policy, uid, &request);
   auto decision = scaleguard::decide(request, *policy);
   entry.decision = &decision;

@@ -85,7 +85,7 @@ load helpers
   done
   run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --zero 4
   assert_usage_error "not a ZeRO stage"
-  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --zero 3
+  run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --max-zero-stage 1 --zero 3
   assert_usage_error "--zero=3 is above --max-zero-stage 1"
   run sg plan --model 350M --tokens 1B --instance p4d.24xlarge --max-zero-stage 4
   assert_usage_error "--max-zero-stage=4"
@@ -99,20 +99,22 @@ load helpers
   assert_usage_error "cannot open"
 }
 
-@test "plan: ZeRO stages up to what scaleguard-run implements unless --max-zero-stage raises it" {
-  # 13B on 4 H100s: ZeRO-1 does not fit, ZeRO-3 would.
+@test "plan: ZeRO stages up to what scaleguard-run implements (3), fewer with --max-zero-stage" {
+  # 13B on 4 H100s: ZeRO-1 does not fit, ZeRO-3 does, and the plan says why it beats pipelining.
   run sg plan --model 13B --tokens 10B --gpu-type H100 --gpus 4
+  assert_exit 0
+  assert_output --partial "strategy zero"
+  assert_output --partial "zero=3"
+  assert_output --partial "why ZeRO-3: weights, gradients and optimizer state at 1/4"
+  assert_output --partial "vs pipeline"
+  run sg plan --model 13B --tokens 10B --gpu-type H100 --gpus 4 --zero 3
+  assert_exit 0
+  assert_output --partial "zero=3"
+  run sg plan --model 13B --tokens 10B --gpu-type H100 --gpus 4 --max-zero-stage 1
   assert_exit 0
   assert_output --partial "strategy pipeline"
   assert_output --partial "ZeRO-1 at most, max_zero_stage"
   refute_output --partial "zero=3"
-  run sg plan --model 13B --tokens 10B --gpu-type H100 --gpus 4 --max-zero-stage 3
-  assert_exit 0
-  assert_output --partial "strategy zero"
-  assert_output --partial "zero=3"
-  run sg plan --model 13B --tokens 10B --gpu-type H100 --gpus 4 --max-zero-stage 3 --zero 3
-  assert_exit 0
-  assert_output --partial "zero=3"
 }
 
 @test "compare: one GPU vs the distributed plan side by side (seed: 1B at 40 h on V100s)" {

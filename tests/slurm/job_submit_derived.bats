@@ -257,6 +257,15 @@ update_open_nodes() {
   if [ "$small" -eq 0 ]; then
     small_comment=$(job_comment "$(parsed_job_id)") small_part=$(job_field "$(parsed_job_id)" Partition)
   fi
+  # An update is judged with the alternates too: 8 GPUs x 13 h (104 GPU-hours), then 20 h (160:
+  # within gpu-od's 1000, over gpu-spot's 150).
+  run as_user "$DV_TMP" sbatch -J sg-dv -H --parsable -p gpu-od --gpus=8 -t 13:00:00 --wrap true
+  local grow=$status grow_out=$output grown='' grow_id='' grow_limit=''
+  if [ "$grow" -eq 0 ]; then
+    grow_id=$(parsed_job_id)
+    as_user "$DV_TMP" scontrol update jobid="$grow_id" TimeLimit=20:00:00 && grown=yes
+    grow_limit=$(job_field "$grow_id" TimeLimit)
+  fi
   cp "$DV_TMP/slurm.conf.orig" "$conf"
   sed -i '/^max_job_gpu_hours = 1000 reject$/d' "$DV_TMP/policy.ini"
   scancel --quiet --name=sg-dv
@@ -266,5 +275,9 @@ update_open_nodes() {
   [[ $out == *'Alternate=gpu-spot'*'max_job_gpu_hours'* ]] || { echo "$out"; false; }
   [ "$small" -eq 0 ] || { echo "$small_out"; false; }
   assert_equal "$small_part" gpu-od
-  [[ $small_comment == *';rq=1;sig=300;p=gpu-od%2Cgpu-spot'* ]] || { echo "$small_comment"; false; }
+  # The record keeps the partition asked for; the alternates are looked up again at each update.
+  [[ $small_comment == *';rq=1;sig=300;p=gpu-od]'* ]] || { echo "$small_comment"; false; }
+  [ "$grow" -eq 0 ] || { echo "$grow_out"; false; }
+  [ -z "$grown" ] || { echo "the update to 160 GPU-hours was accepted"; false; }
+  assert_equal "$grow_limit" 13:00:00
 }

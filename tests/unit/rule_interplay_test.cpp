@@ -170,3 +170,41 @@ TEST(RuleInterplay, TwinPartitionIsJudgedAfterTheMove) {
   ASSERT_TRUE(d.rewrite.time_limit_min);
   EXPECT_LE(16.0 * *d.rewrite.time_limit_min / 60, 50.0);
 }
+
+// Issue 25, class 10: Alternate= partitions. Slurm moves a job to its partition's alternate
+// while the partition is drained, after job_submit: the alternate's rules must hold too, a
+// refusing alternate refuses the job, and the alternate never lands in the list written back.
+TEST(RuleInterplay, AlternatePartitionsAreJudgedNeverWrittenBack) {
+  auto p = policy_with([](Partition& part) {
+    if (part.name == "gpu-spot") set(part, RuleId::max_job_gpu_hours, 10, Action::reject);
+    if (part.name == "gpu-h100") set(part, RuleId::max_job_gpu_hours, 2, Action::reject);
+  });
+  JobRequest j;
+  j.gpus_total = 1, j.time_limit_min = 1440;  // 24 GPU-hours: accepted on gpu-od alone
+  j.partition = "gpu-od";
+  ASSERT_EQ(decide(j, *p).action, Action::accept) << decide(j, *p).message;
+  j.alternate_partitions = {"gpu-spot"};
+  Decision d = decide(j, *p);
+  ASSERT_EQ(d.action, Action::reject) << d.message;
+  EXPECT_NE(d.message.find("Alternate=gpu-spot"), std::string::npos) << d.message;
+  // The default partition (gpu-od) stands for a job that names none.
+  j.partition.clear();
+  EXPECT_EQ(decide(j, *p).action, Action::reject);
+  // An accepting alternate whose rules change the job: its changes are carried (spot: requeue
+  // and the warning signal), and the partition is not rewritten.
+  j.time_limit_min = 300, j.partition = "gpu-od";
+  d = decide(j, *p);
+  ASSERT_EQ(d.action, Action::rewrite) << d.message;
+  EXPECT_TRUE(d.rewrite.requeue);
+  EXPECT_FALSE(d.rewrite.partition);
+  // The job's own list keeps what it asked for (one refusing is left out), never the alternate.
+  j.partition = "gpu-od,gpu-h100";
+  d = decide(j, *p);
+  ASSERT_EQ(d.action, Action::rewrite) << d.message;
+  ASSERT_TRUE(d.rewrite.partition);
+  EXPECT_EQ(*d.rewrite.partition, "gpu-od");
+  // Only the alternate accepts: Slurm reaches it only from a partition that refused: refused.
+  j.partition = "gpu-h100";
+  d = decide(j, *p);
+  EXPECT_EQ(d.action, Action::reject) << d.message;
+}

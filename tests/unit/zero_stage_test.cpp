@@ -1,6 +1,6 @@
 // max_zero_stage: plans name only ZeRO stages the runner executing them implements
-// (scaleguard-run: stage 1; a DeepSpeed/FSDP runner: 3). The ladder, the policy key, and
-// decide() with the shipped policy (1) and with 3.
+// (scaleguard-run, DeepSpeed, FSDP: 3; a runner that shards only the optimizer state: 1).
+// The ladder, the policy key, and decide() with the shipped policy (3) and with 1.
 #include <gtest/gtest.h>
 
 #include "scaleguard/decide.h"
@@ -97,20 +97,20 @@ TEST(MaxZeroStage, PinnedShardingThatNeedsStageThreeIsAClearRefusal) {
   EXPECT_TRUE(best_plan_at(kThirteenB, hw("p5.48xlarge"), 4, zero, capped(3)).ok());
 }
 
-TEST(MaxZeroStagePolicy, DefaultIsOneWhatScaleguardRunImplements) {
+TEST(MaxZeroStagePolicy, DefaultIsThreeWhatScaleguardRunImplements) {
   auto p = load(policy_text());
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->max_zero_stage, 1);
-  EXPECT_NE(describe(*p).find("ZeRO stages up to 1 (max_zero_stage)"), std::string::npos);
+  EXPECT_EQ(p->max_zero_stage, 3);
+  EXPECT_NE(describe(*p).find("ZeRO stages up to 3 (max_zero_stage)"), std::string::npos);
   auto shipped = load_policy(source("configs/policy.ini"));
   ASSERT_TRUE(shipped.ok()) << shipped.error().str();
-  EXPECT_EQ(shipped.value()->max_zero_stage, 1);
+  EXPECT_EQ(shipped.value()->max_zero_stage, 3);
 }
 
-TEST(MaxZeroStagePolicy, AnAdminCanAllowStageThree) {
-  auto p = load("max_zero_stage = 3\n" + policy_text());
+TEST(MaxZeroStagePolicy, AnAdminCanCapAtOne) {
+  auto p = load("max_zero_stage = 1\n" + policy_text());
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->max_zero_stage, 3);
+  EXPECT_EQ(p->max_zero_stage, 1);
 }
 
 TEST(MaxZeroStagePolicy, OutOfRangeIsAnErrorNamingTheKey) {
@@ -123,8 +123,8 @@ TEST(MaxZeroStagePolicy, OutOfRangeIsAnErrorNamingTheKey) {
   }
 }
 
-TEST(MaxZeroStageDecide, ShippedPolicyPlansOnlyWhatTheRunnerDoes) {
-  auto p = load(policy_text());
+TEST(MaxZeroStageDecide, ARunnerCappedAtOneGetsModelParallelism) {
+  auto p = load("max_zero_stage = 1\n" + policy_text());
   ASSERT_TRUE(p);
   const Decision d = decide(thirteen_b_on_four_h100(), *p);
   EXPECT_NE(d.action, Action::reject) << d.message;
@@ -133,8 +133,8 @@ TEST(MaxZeroStageDecide, ShippedPolicyPlansOnlyWhatTheRunnerDoes) {
   EXPECT_EQ(env(d, "SCALEGUARD_STRATEGY"), "pipeline") << d.summary;
 }
 
-TEST(MaxZeroStageDecide, StageThreeAllowedGivesTheShardedPlan) {
-  auto p = load("max_zero_stage = 3\n" + policy_text());
+TEST(MaxZeroStageDecide, TheDefaultGivesTheShardedPlan) {
+  auto p = load(policy_text());
   ASSERT_TRUE(p);
   const Decision d = decide(thirteen_b_on_four_h100(), *p);
   EXPECT_NE(d.action, Action::reject) << d.message;
@@ -156,11 +156,12 @@ TEST(MaxZeroStageDecide, TheDemoSevenBOnTwoNodesOfA100sKeepsItsSixteenGpuPlan) {
   const Decision d = decide(j, *p.value());
   EXPECT_NE(d.action, Action::reject) << d.message;
   EXPECT_NE(d.summary.find("gpus=16 nodes=2"), std::string::npos) << d.summary;
-  EXPECT_EQ(env(d, "SCALEGUARD_ZERO"), "1") << d.summary;
+  // The zero rung's fastest stage: ZeRO-3 (stage 1 with max_zero_stage = 1).
+  EXPECT_EQ(env(d, "SCALEGUARD_ZERO"), "3") << d.summary;
 }
 
 TEST(MaxZeroStageDecide, PinnedZeroThatNeedsStageThreeIsRefusedNamingTheKey) {
-  auto p = load(policy_text());
+  auto p = load("max_zero_stage = 1\n" + policy_text());
   ASSERT_TRUE(p);
   const Decision d = decide(thirteen_b_on_four_h100("zero"), *p);
   EXPECT_EQ(d.action, Action::reject);

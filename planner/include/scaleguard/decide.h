@@ -58,6 +58,10 @@ struct JobRequest {
   long long now = 0;             // unix seconds for probe_max_age; 0 = records are not aged
   // Last, so that positional initializers keep their meaning.
   int ntasks_per_gpu = 0;        // --ntasks-per-gpu without a GPU request: Slurm derives the GPUs (job_submit)
+  // Partitions Slurm may move the job to after job_submit: the Alternate= chain of those asked
+  // for (slurmctld's _alt_part_test, while a partition is drained). Judged with the list; one
+  // that refuses refuses the job (no rewrite can keep Slurm out of it); never written back.
+  std::vector<std::string> alternate_partitions;
   bool has_intent() const { return !model.empty() || tokens > 0 || single_gpu_hours > 0; }
 };
 

@@ -72,7 +72,7 @@ struct Policy {
   std::vector<std::string> checkpoint_roots;
   double node_mtbf_hours = 0;               // from the policy, else the catalog's assumption
   int signal_before_s = 300;                // --signal=B:USR1@this when checkpointing is required
-  int max_zero_stage = 1;                   // highest ZeRO stage plans may use: what the runner does
+  int max_zero_stage = 3;                   // highest ZeRO stage plans may use: what the runner does
   int max_job_runs = 0;                     // runs of one batch job over its life (requeues + 1); 0 = no limit
   bool shadow = false;                      // mode = shadow: judge and log everything, change nothing
   std::vector<std::string> trusted_users;   // user names or uids whose job updates are not judged

@@ -8,6 +8,7 @@ namespace scaleguard::text {
 std::string trim(const std::string& s);
 std::string lower(std::string s);
 std::vector<std::string> split(const std::string& s, char sep);  // trimmed pieces, empties kept
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
 bool iequals(const std::string& a, const std::string& b);
 // True when s has control characters (newlines, tabs, NUL, DEL) that must never reach a
 // message, comment or environment variable.

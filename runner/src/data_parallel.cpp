@@ -35,18 +35,21 @@ at::Tensor flat_zeros(int64_t numel, const at::TensorOptions& opts) {
   std::memset(mem, 0, rounded);
   return torch::from_blob(mem, {numel}, [](void* m) { std::free(m); }, opts);
 }
-// "blocks.N.rest" -> N; -1 for a parameter outside the blocks.
+// The block a parameter belongs to: "blocks.N.rest" (GPT) or "model.layers.N.rest"
+// (Llama's Hugging Face names) -> N; -1 for a parameter outside the blocks.
 int64_t block_of(const std::string& name) {
-  const std::string prefix = "blocks.";
-  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
-  size_t end = name.find('.', prefix.size());
-  if (end == std::string::npos || end == prefix.size()) return -1;
-  int64_t n = 0;
-  for (size_t i = prefix.size(); i < end; ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    n = n * 10 + (name[i] - '0');
+  for (const std::string prefix : {"blocks.", "model.layers."}) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t end = name.find('.', prefix.size());
+    if (end == std::string::npos || end == prefix.size()) return -1;
+    int64_t n = 0;
+    for (size_t i = prefix.size(); i < end; ++i) {
+      if (name[i] < '0' || name[i] > '9') return -1;
+      n = n * 10 + (name[i] - '0');
+    }
+    return n;
   }
-  return n;
+  return -1;
 }
 
 // ZeRO-2/3 free a bucket's memory and allocate it again in place: the storage keeps its
@@ -85,7 +88,8 @@ FlatLayout::FlatLayout(LanguageModel& model, int64_t bucket_bytes, Communicator*
   std::vector<std::vector<size_t>> groups;  // indices into `named`
   std::vector<int64_t> group_block;
   int64_t bytes = 0;
-  const bool per_block = stage_ >= 3 && sharding();
+  // A model that does not call the block hooks keeps every bucket gathered through the step.
+  const bool per_block = stage_ >= 3 && sharding() && model.calls_block_hooks();
   for (size_t i : order) {
     const at::Tensor& p = named[i].value();
     if (p.scalar_type() != opts.dtype().toScalarType() || p.device() != opts.device())

@@ -272,6 +272,7 @@ class Gpt : public LanguageModel {
     return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), vocab_first_, tp_);
   }
   bool predicts_every_position() const override { return true; }
+  bool calls_block_hooks() const override { return true; }
   bool has_head() const override { return part_.has_head; }
   bool holds_tied_copy() const override { return tied_copy_; }
   Slice slice_of(const std::string& name) const override {

@@ -47,6 +47,9 @@ class LanguageModel : public torch::nn::Module {
   // ZeRO-3: a model that runs blocks calls these hooks around each (nullptr = none). A model
   // that does not (MLP, TorchScript) keeps every bucket gathered for the whole step.
   void set_block_hooks(BlockHooks* h) { block_hooks_ = h; }
+  // True for a model whose forward runs its blocks through hooked_block(): only then may
+  // ZeRO-3 keep a block's parameters ungathered outside its hooks.
+  virtual bool calls_block_hooks() const { return false; }
   // Full model: idx (B, T) int64 -> logits, (B, T, V) for a model that predicts every
   // position, (B, V) for one that predicts the token after the window.
   // A GPT part takes idx on the first stage, activations (B, T, C) float otherwise, and

@@ -4,7 +4,8 @@
 #  1. --zero 2 and --zero 3 equal --zero 0 on dp=2 (2 micro-batches per rank: gradients
 #     accumulate before the reduce-scatter) and dp=4 (4 ranks on 2 cores, oversubscribed),
 #     and tp=2 x dp=2 under bf16 + full recompute (the recomputed forward gathers the block
-#     again): every step's loss and the final parameters within 1e-5.
+#     again), and ZeRO-3 with --no-overlap --bucket-mb 0 on dp=2: every step's loss and the
+#     final parameters within 1e-5.
 #  2. A ZeRO-3 checkpoint resumes bit-exactly on the same layout: the losses of steps 7-12
 #     and the final params_checksum identical to the uninterrupted run.
 #  3. Re-layouts of ZeRO-3 checkpoints (each rank wrote its parameter shard by global name
@@ -58,6 +59,11 @@ equal_case() {  # NAME N ARGS...
   echo "PASS $name: ZeRO-2 and ZeRO-3 equal ZeRO-0"
 }
 equal_case dp2 2
+# ZeRO-3 without overlap (reduce-scatters after backward; the hooks still free each block)
+# and one bucket per non-block parameter (blocks stay one bucket each).
+run_as dp2-z3-nooverlap 2 --zero 3 --no-overlap --bucket-mb 0
+close dp2-z0.jsonl dp2-z3-nooverlap.jsonl || fail "ZeRO-3 --no-overlap --bucket-mb 0 losses differ from ZeRO-0"
+"$here/compare_params.py" dp2-z0.bin dp2-z3-nooverlap.bin 1e-5 || fail "ZeRO-3 --no-overlap: parameters differ"
 equal_case dp4 4
 equal_case tp2dp2-bf16-full 4 --tp 2 --precision bf16 --recompute full
 

@@ -57,6 +57,7 @@ std::string manifest_to_json(const Manifest& m) {
             {"world_size", m.world_size},
             {"model", {{"name", m.model_name}, {"config_hash", m.config_hash}}},
             {"shards", std::move(shards)}};
+  if (!m.model_config.empty()) j["model"]["config"] = m.model_config;
   return j.dump(1) + "\n";
 }
 
@@ -142,6 +143,14 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& orig
   const auto model = f.get<json>(j, "model", "manifest");
   m.model_name = f.get<std::string>(model, "name", "model");
   m.config_hash = f.get<std::string>(model, "config_hash", "model");
+  if (model.is_object() && model.contains("config")) {
+    const json& c = model["config"];
+    if (!c.is_object()) return fail("model.config is not an object");
+    for (auto it = c.begin(); it != c.end(); ++it) {
+      if (!it.value().is_string()) return fail("model.config '" + it.key() + "' is not a string");
+      m.model_config[it.key()] = it.value().get<std::string>();
+    }
+  }
   const auto shards = f.get<json>(j, "shards", "manifest");
   if (!f.first_error.empty()) return fail(f.first_error);
   if (format != "scaleguard-checkpoint") return fail("format is '" + format + "', not a scaleguard checkpoint");

@@ -146,6 +146,50 @@ Result<at::Tensor> Reader::read(const std::string& name) const {
   return err(dir_, name, "no tensor '" + name + "' in this checkpoint");
 }
 
+std::string base_name(const std::string& name) {
+  const auto at = name.rfind('@');
+  if (at == std::string::npos || at + 1 == name.size()) return name;
+  for (size_t i = at + 1; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, at);
+}
+
+Result<at::Tensor> Reader::read_whole(const std::string& name) const {
+  std::vector<const DatasetEntry*> boxes;
+  for (const auto& s : manifest_.shards)
+    for (const auto& d : s.datasets)
+      if (!d.rank_scoped && base_name(d.name) == name) boxes.push_back(&d);
+  if (boxes.empty()) return err(dir_, name, "no tensor '" + name + "' in this checkpoint");
+  const DatasetEntry& first = *boxes.front();
+  at::Tensor out = at::empty(first.global_shape, at::TensorOptions().dtype(h5::scalar_type(first.dtype)));
+  int64_t covered = 0;
+  for (size_t i = 0; i < boxes.size(); ++i)
+    for (size_t k = 0; k < i; ++k) {
+      bool meets = true;
+      for (size_t a = 0; a < boxes[i]->offset.size() && meets; ++a)
+        meets = boxes[i]->offset[a] < boxes[k]->offset[a] + boxes[k]->extent[a] &&
+                boxes[k]->offset[a] < boxes[i]->offset[a] + boxes[i]->extent[a];
+      if (meets && boxes[i]->offset.size() == boxes[k]->offset.size())
+        return err(dir_, name, "boxes '" + boxes[k]->name + "' and '" + boxes[i]->name + "' overlap");
+    }
+  for (const DatasetEntry* d : boxes) {
+    if (d->global_shape != first.global_shape || d->dtype != first.dtype)
+      return err(dir_, name, "'" + d->name + "' disagrees with '" + first.name + "' on the global shape or dtype");
+    // Boxes of one tensor never overlap (parse_manifest checks it per name; replicas split rows).
+    auto box = read_slice(d->name, d->offset, d->extent);
+    if (!box) return box.error();
+    at::Tensor region = out;
+    for (size_t i = 0; i < d->offset.size(); ++i)
+      region = region.narrow(static_cast<int64_t>(i), d->offset[i], d->extent[i]);
+    region.copy_(*box);
+    covered += volume(d->extent);
+  }
+  if (covered != out.numel())
+    return err(dir_, name, "the shards hold only " + std::to_string(covered) + " of the " +
+                               std::to_string(out.numel()) + " elements of '" + name + "'");
+  return out;
+}
+
 Result<at::Tensor> Reader::read_slice(const std::string& name, const std::vector<int64_t>& offset,
                                       const std::vector<int64_t>& extent) const {
   const DatasetEntry* any = nullptr;

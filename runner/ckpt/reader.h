@@ -16,6 +16,10 @@ namespace scaleguard::ckpt {
 
 class RawReader;
 
+// A dataset's tensor name without the "@k" under which a rank saves its extra boxes of it:
+// "params/x@2" -> "params/x" (a name not ending in "@digits" is returned unchanged).
+std::string base_name(const std::string& dataset);
+
 struct OpenOptions {
   bool verify_files = true;        // whole-file checksums (reads every byte once)
   std::string expect_config_hash;  // non-empty: refuse a checkpoint of another model
@@ -36,6 +40,10 @@ class Reader {
   std::vector<int64_t> global_shape(const std::string& name) const;
 
   Result<at::Tensor> read(const std::string& name) const;
+  // The whole global tensor `name` (e.g. "params/wte.weight") assembled from every box of it
+  // that any rank saved, under `name` or as a rank's extra box "name@k" (base_name); an
+  // error when the boxes do not cover it. What `scaleguard-run export` reads: any layout.
+  Result<at::Tensor> read_whole(const std::string& name) const;
   Result<at::Tensor> read_slice(const std::string& name, const std::vector<int64_t>& offset,
                                 const std::vector<int64_t>& extent) const;
   // Reads the box at `offset` with dst's shape into dst (contiguous, CPU, the saved dtype):

@@ -235,6 +235,7 @@ std::string Saver::commit_on_root(int64_t step, const std::vector<std::string>& 
   m.world_size = comm_.size();
   m.model_name = meta_.model_name;
   m.config_hash = meta_.config_hash;
+  m.model_config = meta_.model_config;
   std::string failures;
   for (size_t r = 0; r < outcomes.size(); ++r) {
     const auto& o = outcomes[r];

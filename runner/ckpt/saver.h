@@ -25,6 +25,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <map>
 #include <string>
 
 #include "ckpt/commit_comm.h"
@@ -40,6 +41,7 @@ struct CheckpointMeta {
   int tp = 1, pp = 1, dp = 1;
   std::string model_name;
   std::string config_hash;   // a reader refuses a checkpoint whose hash differs
+  std::map<std::string, std::string> model_config;  // Manifest::model_config
   std::string code_version;
 };
 

@@ -19,6 +19,7 @@
 #include "scaleguard/catalog.h"
 #include "trainer.h"
 #include "scaleguard/build_info.h"
+#include "weights.h"
 
 namespace scaleguard::run {
 namespace ck = scaleguard::ckpt;
@@ -135,15 +136,6 @@ std::pair<int, int> replica(const ProcessGrid& g, bool sliced, bool sharded) {
 // The last pipeline stage's copy of the tied token embedding: saved once, by the first stage.
 bool tied_copy(const ProcessGrid& g, const std::string& name) { return g.pp > 1 && !g.first_stage() && is_tied_embedding(name); }
 
-// A tensor's name in the checkpoint without the "@k" of a rank's extra boxes.
-std::string base_name(const std::string& name) {
-  const auto at = name.rfind('@');
-  if (at == std::string::npos || at + 1 == name.size()) return name;
-  for (size_t i = at + 1; i < name.size(); ++i)
-    if (name[i] < '0' || name[i] > '9') return name;
-  return name.substr(0, at);
-}
-
 std::string strategy_name(const Config& cfg, int world) {
   if (world == 1) return "single";
   std::string s;
@@ -195,6 +187,8 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
   for (char& ch : id) ch = ch == '\n' ? ' ' : ch;
   meta.model_name = id;
   meta.config_hash = model_hash(cfg);
+  for (const std::string& key : model_config_keys())
+    if (auto it = cfg.effective.find(key); it != cfg.effective.end()) meta.model_config[key] = it->second;
   meta.code_version = build_version();
   saver_ = std::make_unique<ck::Saver>(cfg.ckpt_dir, meta, *comm_, static_cast<int>(cfg.ckpt_keep),
                                        [this](const std::string& line) { log(line); });
@@ -329,7 +323,7 @@ std::string Checkpointing::resume(Trainer& t) {
     std::map<std::string, std::vector<const ck::DatasetEntry*>> saved;  // by name without "@k"
     for (const auto& shard : reader.manifest().shards)
       for (const auto& d : shard.datasets)
-        if (!d.rank_scoped) saved[base_name(d.name)].push_back(&d);
+        if (!d.rank_scoped) saved[ck::base_name(d.name)].push_back(&d);
     std::set<std::string> unused;
     for (const auto& [name, entries] : saved) unused.insert(name);
     auto load = [&](const std::string& name, const at::Tensor& tensor, int64_t t_base, const FlatParam& p, int64_t lo,
@@ -461,6 +455,7 @@ std::string Checkpointing::resume(Trainer& t) {
     return dir + ": " + e.what();
   }
   last_committed_ = t.state().step;
+  resumed_ = true;
   if (launch_.rank == 0)
     log("resumed from " + ck::step_dir_name(t.state().step) + " (restart #" + std::to_string(t.state().restarts) +
         ", written by " + std::to_string(reader.manifest().world_size) + " rank(s), now " +

@@ -45,6 +45,8 @@ class Checkpointing {
   // Collective: removes unfinished saves, loads the newest valid checkpoint (falling back
   // past corrupt ones) into the trainer in place; "" (also when there is none) or the error.
   std::string resume(Trainer& t);
+  // After resume(): whether a checkpoint was loaded (the same answer on every rank).
+  bool resumed() const { return resumed_; }
   // Local: with --ckpt-async, reserves the host memory of the snapshots (Saver::reserve) and
   // logs its size; "" or the error.
   std::string reserve(Trainer& t);
@@ -76,6 +78,7 @@ class Checkpointing {
   ckpt::OnSaveError on_error_;
   std::string describe_;        // how the interval was chosen, for the start-up line
   int64_t last_committed_ = -1;
+  bool resumed_ = false;
   double save_started_ = 0;     // when the pending async save started (for `auto`)
 };
 

@@ -124,7 +124,10 @@ po::options_description train_options(Config& c) {
     ("ckpt-on-error", po::value(&c.ckpt_on_error)->default_value(c.ckpt_on_error),
      "a failed save: stop (exit 1) | continue (log it, keep training)")
     ("ckpt-mtbf-hours", po::value(&c.ckpt_mtbf_hours)->default_value(c.ckpt_mtbf_hours),
-     "node MTBF for --ckpt-every auto (0 = the catalog's assumption)");
+     "node MTBF for --ckpt-every auto (0 = the catalog's assumption)")
+    ("init-from", po::value(&c.init_from)->default_value(c.init_from),
+     "start from these weights: a .safetensors file, or a directory with model.safetensors or "
+     "model.safetensors.index.json (as `scaleguard-run export` writes); a checkpoint in --ckpt-dir wins over it");
   po::options_description run("Run time and output");
   run.add_options()
     ("device", po::value(&c.device)->default_value(c.device), "auto | cpu | cuda")

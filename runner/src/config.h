@@ -82,6 +82,7 @@ struct Config {
   int64_t log_every = 10;
   std::string metrics;             // JSON lines, rank 0
   bool quiet = false;              // no progress line
+  std::string init_from;           // safetensors file or directory: initial weights (a checkpoint in ckpt_dir wins)
   std::string dump_params;         // rank 0 writes all parameters (name order) at the end
   std::string sample_log;          // every rank appends the sample ids it trains on
   bool memory_report = false;      // rank 0 prints its state bytes and the steps' peak tensor memory

@@ -21,6 +21,7 @@
 #include "launch.h"
 #include "tokens.h"
 #include "trainer.h"
+#include "weights.h"
 
 namespace po = boost::program_options;
 using namespace scaleguard::run;
@@ -213,6 +214,23 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       trainer->hooks.after_step = [&ckpt](Trainer& t, bool stopping) { ckpt->after_step(t, stopping); };
       trainer->hooks.before_update = [&ckpt](const at::Tensor& x) { ckpt->before_update(x); };
     }
+    // --init-from: the starting weights, unless a checkpoint was resumed (it is newer: the run
+    // was started from these weights before and has trained since).
+    if (ready && !cfg.init_from.empty()) {
+      if (ckpt && ckpt->resumed()) {
+        if (l.rank == 0)
+          std::fprintf(stderr, "scaleguard-run: --init-from %s ignored: resumed from the checkpoint in %s, which wins\n",
+                       cfg.init_from.c_str(), cfg.ckpt_dir.c_str());
+      } else {
+        std::string init_error;
+        try {
+          init_error = init_from(*trainer, l);  // collective
+        } catch (const std::exception& e) {
+          init_error = e.what();
+        }
+        ready = !any_failed(l, init_error, "--init-from");
+      }
+    }
     if (ready) {
       try {
         rc = trainer->run();
@@ -236,6 +254,8 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: scaleguard-run prep --input TEXT... --output TOKENS.bin [--format sg|llmc|llmc-u32]\n"
                "       scaleguard-run train [--config FILE.ini] [options]   (--help lists them)\n"
+               "       scaleguard-run export --ckpt DIR --output OUT/ [--dtype fp32|bf16] [--max-shard-gb G]\n"
+               "       scaleguard-run logits [train options] --init-from WEIGHTS --tokens T0,T1,... --output FILE\n"
                "Start train under mpirun/srun --mpi=pmix, one rank per GPU or CPU slot.\n");
 }
 
@@ -251,6 +271,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (verb == "prep") return prep_main(args);
   if (verb == "train") return train_main(argc, argv, args);
+  if (verb == "export") return export_main(args);
+  if (verb == "logits") return logits_main(args);
   if (verb == "--help" || verb == "-h" || verb == "help") {
     usage(stdout);
     return kExitOk;

@@ -4,7 +4,7 @@
   man_test.py render                  every man/*.[1-8] renders with no groff warning
   man_test.py scaleguard BIN          scaleguard.1: one subsection per verb of `BIN --help`,
                                       each naming exactly the verb's long options
-  man_test.py scaleguard-run BIN      scaleguard-run.1: the options of `prep` and `train`
+  man_test.py scaleguard-run BIN      scaleguard-run.1: the options of `prep`, `train` and `export`
   man_test.py policy BIN              scaleguard-policy.5: rule ids and defaults as `policy
                                       check` prints them; the EXAMPLE passes `policy check`
 Environment: SCALEGUARD_SOURCE_DIR (the source tree). Exit 0 = pass, 1 = fail.
@@ -111,7 +111,7 @@ def check_scaleguard(binary):
 def check_runner(binary):
     text = roff_text(os.path.join(MAN, "scaleguard-run.1"))
     sections = man_sections(text, "SS")
-    for verb in ("prep", "train"):
+    for verb in ("prep", "train", "export"):
         if verb not in sections:
             fail(f"scaleguard-run.1: no '.SS {verb}'")
             continue

@@ -3,6 +3,7 @@
 // opens any shard). Format and commit protocol: docs/checkpoint-format.md.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct Manifest {
   int world_size = 1;
   std::string model_name;
   std::string config_hash;
+  // The model's configuration keys (model, n-layer, n-embd, ...) as the run had them:
+  // what `scaleguard-run export` writes a config.json from. Optional (model.config):
+  // absent in checkpoints written before it existed.
+  std::map<std::string, std::string> model_config;
   std::vector<ShardEntry> shards;     // sorted by rank
 };
 

@@ -47,5 +47,5 @@ RANK_ENV='export SCALEGUARD_LR=0.00$((OMPI_COMM_WORLD_RANK + 1))' \
 # The plan (as the SPANK plugin exports it) wants 4 data-parallel ranks; 2 were started.
 SCALEGUARD_DP=4 expect_failure plan_world "the plan says dp=4 .* but 2 were launched" \
   train --data good.bin "${small[@]}"
-SCALEGUARD_STRATEGY=pipeline SCALEGUARD_PP=2 expect_failure plan_strategy "pipeline parallel \\(pp=2\\) needs the gpt model" \
+SCALEGUARD_STRATEGY=pipeline SCALEGUARD_PP=2 expect_failure plan_strategy "pipeline parallel \\(pp=2\\) needs the gpt or llama model" \
   train --data good.bin "${small[@]}"

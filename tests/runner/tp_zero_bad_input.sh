@@ -23,7 +23,7 @@ expect_failure() {  # NAME RANKS PATTERN ARGS...
 }
 
 expect_failure tp_heads 2 "tp=2 does not divide n-head=3" train --model gpt --n-head 3 --tp 2 "${small[@]}"
-expect_failure mlp_tp 2 "tensor parallel.*needs the gpt model" train --model mlp --tp 2 "${small[@]}"
+expect_failure mlp_tp 2 "tensor parallel.*needs the gpt or llama model" train --model mlp --tp 2 "${small[@]}"
 expect_failure zero_stage 2 "zero=4: ZeRO stages are 0, 1, 2 and 3" train --model gpt --n-head 4 --zero 4 "${small[@]}"
 expect_failure zero3_pp 2 "ZeRO-3 with pipeline stages \(pp=2\) is not implemented" \
   train --model gpt --n-head 4 --n-layer 2 --pp 2 --zero 3 --untied-head "${small[@]}"

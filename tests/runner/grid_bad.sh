@@ -28,7 +28,7 @@ expect_failure not_multiple 2 "2 ranks cannot form a grid of tp=1 x pp=3" "${gpt
 expect_failure product 4 "the plan says dp=1 x tp=1 x pp=2 = 2 ranks, but 4 were launched" "${gpt[@]}" --n-layer 2 --pp 2 \
   --dp 1
 SCALEGUARD_PP=3 expect_failure env_plan 4 "4 ranks cannot form a grid of tp=1 x pp=3" "${gpt[@]}" --n-layer 3
-expect_failure too_few_blocks 2 "pp=2 stages need at least as many GPT blocks, but n-layer=1" "${gpt[@]}" --n-layer 1 --pp 2
+expect_failure too_few_blocks 2 "pp=2 stages need at least as many blocks, but n-layer=1" "${gpt[@]}" --n-layer 1 --pp 2
 expect_failure mlp 2 "pipeline parallel \(pp=2\) needs the gpt or llama model, not mlp" "${gpt[@]}" --n-layer 2 --model mlp --pp 2
 expect_failure degree 2 "tp >= 1, pp >= 1" "${gpt[@]}" --n-layer 2 --pp 0
 expect_failure schedule 2 "schedule must be 1f1b or gpipe, not 'zigzag'" "${gpt[@]}" --n-layer 2 --pp 2 --schedule zigzag

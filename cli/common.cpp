@@ -80,8 +80,8 @@ void add_workload_options(po::options_description& desc) {
       ("dp", po::value<std::string>(), "pin data-parallel degree")
       ("zero", po::value<std::string>(), "pin ZeRO stage 0-3")
       ("max-zero-stage", po::value<std::string>(),
-       "highest ZeRO stage to consider, 0-3 (default 1: what scaleguard-run implements; 3 explores a runner "
-       "that shards gradients and weights)")
+       "highest ZeRO stage to consider, 0-3 (default 3, as the shipped policy: scaleguard-run implements "
+       "all of them; 1 plans for a runner that shards only the optimizer state)")
       ("micro-batch", po::value<std::string>(), "pin micro-batch size (sequences)")
       ("recompute", po::value<std::string>(), "pin activation recompute: none, selective, full")
       ("interleave", po::value<std::string>(), "interleaved pipeline: chunks per rank (default 1 = plain 1F1B)")

@@ -53,7 +53,12 @@ long long duration_s(const std::string& s, bool* ok) {
   long long days = 0;
   std::string rest = s;
   if (auto dash = s.find('-'); dash != std::string::npos) {
-    days = std::strtoll(s.substr(0, dash).c_str(), nullptr, 10);
+    const std::string d = s.substr(0, dash);   // bounded like the other fields: no overflow below
+    if (d.empty() || d.size() > 9 || d.find_first_not_of("0123456789") != std::string::npos) {
+      *ok = false;
+      return 0;
+    }
+    days = std::strtoll(d.c_str(), nullptr, 10);
     rest = s.substr(dash + 1);
   }
   std::vector<long long> parts;
@@ -65,7 +70,10 @@ long long duration_s(const std::string& s, bool* ok) {
     parts.push_back(std::strtoll(p.c_str(), nullptr, 10));
   }
   long long h = 0, m = 0, sec = 0;
-  if (s.find('-') != std::string::npos) {   // D-HH, D-HH:MM, D-HH:MM:SS
+  if (parts.empty()) {
+    *ok = false;
+  } else if (s.find('-') != std::string::npos) {   // D-HH, D-HH:MM, D-HH:MM:SS
+    if (parts.size() > 3) *ok = false;
     h = parts[0], m = parts.size() > 1 ? parts[1] : 0, sec = parts.size() > 2 ? parts[2] : 0;
   } else if (parts.size() == 1) {
     m = parts[0];
@@ -82,16 +90,18 @@ long long duration_s(const std::string& s, bool* ok) {
 // gres/gpu in an allocation's TRES ("cpu=1,node=1,gres/gpu=4,gres/gpu:a100=4"): the untyped
 // entry, else the typed ones summed.
 int allocated_gpus(const std::string& tres) {
-  int untyped = -1, typed = 0;
+  int untyped = -1;
+  long typed = 0;
   for (const auto& item : split(tres, ',')) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = item.substr(0, eq);
-    const int n = static_cast<int>(std::strtol(item.c_str() + eq + 1, nullptr, 10));
-    if (key == "gres/gpu") untyped = n;
-    else if (key.rfind("gres/gpu:", 0) == 0) typed += n;
+    // Clamped so that a hostile or corrupt sacct line cannot overflow the sum.
+    const long n = std::clamp(std::strtol(item.c_str() + eq + 1, nullptr, 10), 0L, 1000000L);
+    if (key == "gres/gpu") untyped = static_cast<int>(n);
+    else if (key.rfind("gres/gpu:", 0) == 0) typed = std::min(typed + n, 1000000L);
   }
-  return untyped >= 0 ? untyped : typed;
+  return untyped >= 0 ? untyped : static_cast<int>(typed);
 }
 
 bool pending_state(const std::string& s) {

@@ -62,7 +62,11 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
       if ((rung == Strategy::ddp || rung == Strategy::zero) && dp < 2) continue;
       int zlo = 0, zhi = 0;
       if (rung == Strategy::zero) zlo = 1, zhi = 3;
-      else if (tensor || pipeline) zhi = dp > 1 ? 1 : 0;  // ZeRO-1 combines with model parallelism
+      // Model parallelism combines with ZeRO-1; tensor parallelism alone also with ZeRO-2/3
+      // (sharded within each dp group, as the runner does); pipelines keep ZeRO-1 at most
+      // (the runner refuses pp with ZeRO-2/3: every micro-batch would re-gather a stage).
+      else if (pipeline) zhi = dp > 1 ? 1 : 0;
+      else if (tensor) zhi = dp > 1 ? 3 : 0;
       // Never propose a stage the runner cannot execute (policy max_zero_stage).
       zhi = std::min(zhi, goals.max_zero_stage);
       const int local = (B + dp - 1) / dp;

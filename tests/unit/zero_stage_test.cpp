@@ -167,3 +167,32 @@ TEST(MaxZeroStageDecide, PinnedZeroThatNeedsStageThreeIsRefusedNamingTheKey) {
   EXPECT_EQ(d.action, Action::reject);
   EXPECT_NE(d.message.find("max_zero_stage"), std::string::npos) << d.message;
 }
+
+// Hybrid sharding: tensor parallelism with ZeRO-2/3 inside each dp group (what scaleguard-run
+// runs as --tp N --zero 2|3). 70B at 8k tokens on 32 A100-80GB: tp=8 x dp=4 fits only with the
+// gradients sharded too; capped at ZeRO-1 the tensor rung has to keep them whole.
+TEST(MaxZeroStage, TheTensorRungShardsGradientsWithinItsDataParallelGroups) {
+  Pins tensor;
+  tensor.strategy = Strategy::tensor;
+  const Workload w = work("70B,seq=8192", 10e9);
+  auto sharded = best_plan_at(w, hw("p4de.24xlarge"), 32, tensor, capped(3));
+  ASSERT_TRUE(sharded.ok()) << sharded.error().str();
+  EXPECT_EQ(sharded.value().strategy, Strategy::tensor);
+  EXPECT_GT(sharded.value().layout.tp, 1);
+  EXPECT_EQ(sharded.value().layout.pp, 1);
+  EXPECT_GE(sharded.value().layout.zero, 2);
+  auto capped_one = best_plan_at(w, hw("p4de.24xlarge"), 32, tensor, capped(1));
+  if (capped_one.ok()) {
+    EXPECT_LE(capped_one.value().layout.zero, 1);
+  }
+}
+
+TEST(MaxZeroStage, PipelinesKeepAtMostZeroOne) {
+  // The runner refuses pp with ZeRO-2/3 (each micro-batch would re-gather a stage's weights).
+  Pins pipeline;
+  pipeline.strategy = Strategy::pipeline;
+  auto p = best_plan_at(work("70B,seq=8192", 10e9), hw("p4de.24xlarge"), 64, pipeline, capped(3));
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  EXPECT_GT(p.value().layout.pp, 1);
+  EXPECT_LE(p.value().layout.zero, 1);
+}

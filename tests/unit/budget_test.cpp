@@ -266,6 +266,27 @@ TEST(BudgetCount, SqueueLinesBecomeEnvelopesAndRemainingTime) {
   EXPECT_EQ(args[1], "-r");
 }
 
+// Found by fuzz_budget (UBSan, signed overflow): a day field of 20 digits, a negative day, an
+// empty limit and a typed GPU sum past int are skipped or bounded, never undefined.
+TEST(BudgetCount, HostileDurationsAndGpuCountsAreSkippedOrBounded) {
+  auto l = load(kSettings);
+  ASSERT_TRUE(l.policy) << l.error.str();
+  const auto running = [](const std::string& limit, const std::string& tres) {
+    return squeue_line({"3", "bob", "ml", "od", "RUNNING", limit, "15:00", "1", "1", "1", "0", "*:*:*", "OK", tres,
+                        "gres:gpu:8", "N/A", "N/A", "N/A", ""});
+  };
+  const std::string text = running("99999999999999999999-00:00:00", "gres/gpu=8") +
+                           running("-5-00:00:00", "gres/gpu=8") + running("1-", "gres/gpu=8") +
+                           running("1-00:00:00:00", "gres/gpu=8") +
+                           running("1:00:00", "gres/gpu:a=2147483647,gres/gpu:b=2147483647");
+  std::vector<std::string> notes;
+  auto q = parse_squeue(text, *l.policy, &notes);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_LE(q[0].gpu_hours, 1e6);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("skipped 4 job line"), std::string::npos) << notes[0];
+}
+
 TEST(BudgetCount, UsedIsClippedToThePeriodAndTheQueueIsSplitIntoCommitmentsAndLiens) {
   auto l = load(kSettings + "[budget g]\naccount = ml\ngpu_hours = 100\nperiod = day\nstart = 2026-12-05\n"
                 "carry_over = 0.5\n[budget d]\nuser = bob\ndollars = 1000\nperiod = day\n");

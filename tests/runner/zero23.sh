@@ -5,8 +5,7 @@
 #     accumulate before the reduce-scatter) and dp=4 (4 ranks on 2 cores, oversubscribed),
 #     and tp=2 x dp=2 under bf16 + full recompute (the recomputed forward gathers the block
 #     again), and ZeRO-3 with --no-overlap --bucket-mb 0 on dp=2: every step's loss and the
-#     final parameters within 1e-5. The same for --model llama --n-kv-head 2 on dp=2 (when the
-#     build has the llama model).
+#     final parameters within 1e-5. The same for --model llama --n-kv-head 2 on dp=2 and dp=4.
 #  2. A ZeRO-3 checkpoint resumes bit-exactly on the same layout: the losses of steps 7-12
 #     and the final params_checksum identical to the uninterrupted run.
 #  3. Re-layouts of ZeRO-3 checkpoints (each rank wrote its parameter shard by global name
@@ -67,17 +66,12 @@ close dp2-z0.jsonl dp2-z3-nooverlap.jsonl || fail "ZeRO-3 --no-overlap --bucket-
 "$here/compare_params.py" dp2-z0.bin dp2-z3-nooverlap.bin 1e-5 || fail "ZeRO-3 --no-overlap: parameters differ"
 equal_case dp4 4
 equal_case tp2dp2-bf16-full 4 --tp 2 --precision bf16 --recompute full
-# The llama model (grouped-query attention, Hugging Face names model.layers.N.*), where this
-# build has it: one ZeRO-3 bucket per layer once its forward runs the layers through the
-# block hooks (branch zero-llama), else all its buckets gathered through the step.
-"$run" train --help > help.txt 2>&1 || true
-if grep -q -- '--n-kv-head' help.txt; then
-  gpt=(--model llama --n-kv-head 2)
-  equal_case llama-dp2 2
-  gpt=(--model gpt)
-else
-  echo "SKIP llama: this scaleguard-run has no --model llama"
-fi
+# The llama model (grouped-query attention, Hugging Face names model.layers.N.*): one ZeRO-3
+# bucket per layer, gathered by the same block hooks as the GPT's, on dp=2 and dp=4.
+gpt=(--model llama --n-kv-head 2)
+equal_case llama-dp2 2
+equal_case llama-dp4 4
+gpt=(--model gpt)
 
 # 2. Bit-exact resume on the same layout (reference: dp2-z3, 12 steps uninterrupted).
 launch 2 "${common[@]}" "${gpt[@]}" --zero 3 --steps 6 --metrics half.jsonl --ckpt-dir ck2 --ckpt-every 100 \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Issue 13's property, generated: with `max_job_gpu_hours = 150 reject` (and
-# `max_array_gpu_hours = 150 reject` where the policy knows that rule), every request shape the
+# `max_array_gpu_hours = 150 reject` where the policy knows that rule; gpu-spot's own
+# `max_job_gpu_hours = 100 rewrite`; a reservation `sgprop` in gpu-spot), every request shape the
 # test user can submit -- random combinations of the sbatch/salloc/srun options that change
 # nodes, tasks, GPUs, time, partition or exclusivity, het jobs, arrays, --train-* intent and
 # `scontrol update` after submission -- is refused, or Slurm's own view of the held job
@@ -17,18 +18,20 @@ setup_file() {
   resume_nodes
   export POL_TMP=$(user_dir)
   export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
-  export PROP_ARGS=$(prop_tighten_policy "$SETTINGS" "$POL_TMP" 150)
+  PROP_ARGS="$(prop_tighten_policy "$SETTINGS" "$POL_TMP" 150 gpu-spot=100) $(prop_make_reservation "$SCALEGUARD_TEST_USER")"
+  export PROP_ARGS
   restart_slurmctld
 }
 
 teardown_file() {
   scancel --quiet --user="$SCALEGUARD_TEST_USER" 2>/dev/null || true
+  prop_drop_reservation
   prop_restore_policy "$SETTINGS" "$POL_TMP"
   restart_slurmctld
   rm -rf "$POL_TMP"
 }
 
-@test "every generated shape is refused or granted <= 150 GPU-hours; slurmctld stays alive" {
+@test "every generated shape is refused or granted <= 150 GPU-hours (100 in gpu-spot); slurmctld stays alive" {
   BATS_TEST_TIMEOUT=800
   local log=$SCALEGUARD_DEV_DIR/log/envelope-property.log
   # shellcheck disable=SC2086

@@ -10,7 +10,10 @@ nodes, tasks, GPUs, time, partition or exclusivity, plus het jobs, arrays, --tra
 
 read from `scontrol show job -d`, `scontrol show partition` and `scontrol show node` only.
 Invariant: the submission (or update) is refused, or the envelope <= the cap; arrays also
-elements x envelope <= the array cap when the policy has one; and slurmctld stays alive.
+elements x envelope <= the array cap when the policy has one; a partition with its own cap
+(--partition-cap, e.g. spot) bounds the envelope in that partition whenever Slurm may run the
+job there (its partition list, or the partition Slurm takes from a --reservation after
+job_submit); and slurmctld stays alive.
 A sample of accepted jobs is released and the allocation Slurm really makes (GRES IDX of
 `scontrol show job -d`) x its time limit is checked against the cap too.
 
@@ -265,8 +268,11 @@ def component_envelope(rec, cluster):
                         math.ceil((gpu_count(rec.get("TresPerJob")) or 0) / max(1, node_gpus)))
     # Per-task GPUs x tasks beyond one node's GPUs spread the tasks whatever NumNodes says
     # (23.11 shows -n4 --gpus-per-task=4 pending as NumNodes=1-1 and runs it on 2 nodes).
+    # Likewise a per-job count (23.11 shows --gpus=16 pending as NumNodes=1-1 and runs it on
+    # 2 nodes of 8 GPUs).
     per_task_total = (gpu_count(rec.get("TresPerTask")) or 0) * int(rec.get("NumTasks", "1") or 1)
-    max_nodes = max(max_nodes, math.ceil(per_task_total / max(1, node_gpus)))
+    per_job_total = gpu_count(rec.get("TresPerJob")) or 0
+    max_nodes = max(max_nodes, math.ceil(max(per_task_total, per_job_total) / max(1, node_gpus)))
     max_nodes = min(max_nodes, pmax)
 
     per_node = []  # GPUs per node candidates
@@ -330,6 +336,29 @@ def component_envelope(rec, cluster):
     return gh, why
 
 
+def record_partitions(rec, cluster):
+    """The partitions Slurm may run a record in: its list, else the default one."""
+    parts = [p for p in rec.get("Partition", "").split(",") if p in cluster.partitions]
+    return parts or [p for p, v in cluster.partitions.items() if v["default"]]
+
+
+def partition_overs(records, cluster, caps):
+    """Records of a plain job or array (het jobs: the plain cap, on their sum) that Slurm may
+    run in a partition with its own cap for more GPU-hours than that cap:
+    [(partition, GPU-hours, cap, explanation)]. Each partition's envelope is its own (nodes,
+    limits), not the list's."""
+    if not caps or any(rec.get("HetJobId") for rec in records):
+        return []
+    overs = []
+    for rec in records:
+        for p in record_partitions(rec, cluster):
+            if p in caps:
+                gh, why = component_envelope(dict(rec, Partition=p), cluster)
+                if gh > caps[p] + 1e-6:
+                    overs.append((p, gh, caps[p], why))
+    return overs
+
+
 def job_envelope(records, cluster):
     """Records of one submission -> (GPU-hours of one job, of the whole array, array elements,
     explanation). Het components add up to one job; an array's records (the pending meta
@@ -349,6 +378,7 @@ def job_envelope(records, cluster):
 # --- the generator --------------------------------------------------------------------------
 
 NODES = ["gpu-st-p4d-1", "gpu-st-p4d-2"]
+RESERVATION = None  # --reservation: a reservation of the test user whose partition Slurm picks
 INTENTS = [
     ["--train-model=350M", "--train-tokens=1.2B"],
     ["--train-model=1.3B", "--train-tokens=26B"],
@@ -459,6 +489,12 @@ def rand_component(rng, feats, allow_intent=True):
         if t in ("UNLIMITED", "INFINITE"):
             feats.add("unlimited")
     r = rng.random()
+    if RESERVATION and rng.random() < 0.12:
+        # Slurm takes the reservation's partition after job_submit when none is named
+        # (issue 25, class 10); sometimes a partition is named as well.
+        o.append(f"--reservation={RESERVATION}")
+        feats.add("reservation")
+        r = r if rng.random() < 0.4 else 1.0
     if r < 0.25:
         o.append("-pgpu-od")
     elif r < 0.5:
@@ -606,7 +642,7 @@ class Stats:
 def primary_class(shape, kind):
     if kind != "submit":
         return kind
-    for f in ("sbatch-het", "sbatch-array", "unlimited", "no-time", "intent", "exclusive", "node-range",
+    for f in ("reservation", "sbatch-het", "sbatch-array", "unlimited", "no-time", "intent", "exclusive", "node-range",
               "ntasks-per-gpu", "equals", "zero-typed", "tasks", "sockets", "suffix",
               "partition-list", "nodelist", "salloc", "srun"):
         if f in shape.feats:
@@ -665,6 +701,9 @@ def judge(shape, records, run, cluster, args, stats, kind, extra=""):
         text = (f"array of {elements} elements may be granted {array_gh:.1f} GPU-hours > "
                 f"array cap {args.array_cap:g}: {why}")
         kind = "sbatch-array" if kind == "submit" else kind
+    elif overs := partition_overs(records, cluster, args.partition_caps):
+        p, pgh, pcap, pwhy = overs[0]
+        text = f"Slurm may run it in {p} with {pgh:.1f} GPU-hours > {p}'s cap {pcap:g}: {pwhy}"
     if text and not shape.violated:
         shape.violated = True
         stats.violation(shape, kind, f"{cmd}\n      {text}")
@@ -765,10 +804,13 @@ def sample_release(shape, run, cluster, args, stats):
             gh += 0.0 if gpus == 0 else gpus * tmin / 60.0
             detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
         env = getattr(shape, "envelope", INF)
+        cap = args.cap
+        if len(recs) == 1 and recs[0].get("Partition") in args.partition_caps:
+            cap = args.partition_caps[recs[0]["Partition"]]
         line = (f"{shape.command(run, applied=True)}\n      released job {job_id}: allocated "
                 f"{'; '.join(detail)} = {gh:.1f} GPU-hours")
-        if gh > args.cap + 1e-6:
-            stats.violation(shape, "allocation", line + f" > cap {args.cap:g}")
+        if gh > cap + 1e-6:
+            stats.violation(shape, "allocation", line + f" > cap {cap:g} of {recs[0].get('Partition')}")
         elif gh > env + 1e-6:
             stats.violation(shape, "oracle", line + f" > the oracle's envelope {env:.1f} "
                                                     "(the oracle under-estimates)")
@@ -810,6 +852,10 @@ def main():
     ap.add_argument("--cap", type=float, default=150.0, help="max_job_gpu_hours in force")
     ap.add_argument("--array-cap", type=float, default=None,
                     help="max_array_gpu_hours in force (arrays judged per element without it)")
+    ap.add_argument("--partition-cap", action="append", default=[], metavar="PARTITION=CAP",
+                    help="a partition's own max_job_gpu_hours (repeatable)")
+    ap.add_argument("--reservation", default=None,
+                    help="a reservation of the user (with a partition) that shapes may name")
     ap.add_argument("--seed", type=int, default=None, help="default: $SEED, else random")
     ap.add_argument("--user", default=os.environ.get("SCALEGUARD_TEST_USER", "sguser"))
     ap.add_argument("--jobs", type=int, default=3, help="parallel submissions")
@@ -825,6 +871,12 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per shape")
     ap.add_argument("--dry-run", action="store_true", help="print the shapes, submit nothing")
     args = ap.parse_args()
+    try:
+        args.partition_caps = {p: float(c) for p, _, c in (x.partition("=") for x in args.partition_cap)}
+    except ValueError:
+        ap.error("--partition-cap wants PARTITION=CAP")
+    global RESERVATION
+    RESERVATION = args.reservation
     seed = args.seed if args.seed is not None else int(os.environ.get("SEED") or
                                                         random.SystemRandom().randrange(1 << 31))
     rng = random.Random(seed)
@@ -840,7 +892,8 @@ def main():
                                                for u in shape.updates))
         return 0
     print(f"envelope property: SEED={seed} shapes={args.shapes} cap={args.cap:g} "
-          f"array_cap={args.array_cap} user={args.user} jobs={args.jobs}", flush=True)
+          f"array_cap={args.array_cap} partition_caps={args.partition_caps or None} "
+          f"reservation={args.reservation} user={args.user} jobs={args.jobs}", flush=True)
     if not ctld_alive(run, args.pidfile):
         print("slurmctld does not answer", file=sys.stderr)
         return 2
@@ -858,7 +911,7 @@ def main():
             list(pool.map(lambda s: one_shape(s, run, cluster, args, stats), shapes))
             # Sample: this batch's share of the releases, accepted sbatch jobs with GPUs first.
             quota = math.ceil(args.sample * (done + n) / args.shapes) - stats.c["sampled"]
-            cand = [x for x in shapes if x.tool in ("sbatch", "sbatch-het")
+            cand = [x for x in shapes if x.tool in ("sbatch", "sbatch-het") and "reservation" not in x.feats
                     and getattr(x, "job_id", None) and hasattr(x, "envelope")]
             sample_rng.shuffle(cand)
             cand.sort(key=lambda x: x.envelope == 0)

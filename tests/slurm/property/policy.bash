@@ -1,17 +1,25 @@
 # The tight policy of the envelope property test, shared by tests/slurm/envelope_property.bats
 # and scripts/soak-envelope (source it; plain bash, no bats).
 #
-# prop_tighten_policy SETTINGS DIR CAP
+# prop_tighten_policy SETTINGS DIR CAP [PARTITION=PCAP]
 #   Copies the policy that SETTINGS (the cluster's etc/job_submit_scaleguard.conf) names into
 #   DIR/policy.ini with `max_job_gpu_hours = CAP reject`, `max_array_gpu_hours = CAP reject`
 #   when `scaleguard policy check` accepts that rule, `mode = enforce` where the policy has a
-#   mode, and no `trusted_users`; every other rule stays as shipped. Points SETTINGS at the copy
-#   (the original is kept as DIR/settings.orig; restart slurmctld afterwards). Prints the
-#   property script's arguments for it: `--cap CAP [--array-cap CAP]`.
+#   mode, and no `trusted_users`; every other rule stays as shipped. With PARTITION=PCAP, that
+#   partition's section (when the policy has one) gets its own `max_job_gpu_hours = PCAP
+#   rewrite`: the plugin cuts the time there, and the other caps (the array cap, the other
+#   partitions of a list) must still hold on what the cut leaves (issue 25, classes 5 and 6). Points SETTINGS at the copy (the original is kept as DIR/settings.orig; restart
+#   slurmctld afterwards). Prints the property script's arguments for it:
+#   `--cap CAP [--array-cap CAP] [--partition-cap PARTITION=PCAP]`.
+# prop_make_reservation USER / prop_drop_reservation
+#   A reservation `sgprop` of USER on gpu-spot's nodes with PartitionName=gpu-spot, starting in
+#   a year (so it holds no node now): a job naming it without -p runs in gpu-spot, which Slurm
+#   decides after job_submit. Prints `--reservation sgprop`, or nothing (with the reason on
+#   stderr) where the cluster has no gpu-spot or Slurm refuses.
 # prop_restore_policy SETTINGS DIR
 #   Puts the original SETTINGS back (restart slurmctld afterwards).
 prop_tighten_policy() {
-  local settings=$1 dir=$2 cap=$3 policy catalog checker=${SCALEGUARD_BUILD_DIR:-build}/cli/scaleguard
+  local settings=$1 dir=$2 cap=$3 pcap=${4:-} policy catalog checker=${SCALEGUARD_BUILD_DIR:-build}/cli/scaleguard
   policy=$(sed -n 's/^policy=//p' "$settings" | tail -n 1)
   [ -r "$policy" ] || { echo "prop_tighten_policy: no readable policy= in $settings" >&2; return 1; }
   cp "$settings" "$dir/settings.orig"
@@ -41,6 +49,11 @@ prop_tighten_policy() {
     sed -i "s/^max_array_gpu_hours *=.*/max_array_gpu_hours = $cap reject/" "$dir/policy.ini"
     args+=" --array-cap $cap"
   fi
+  if [ -n "$pcap" ] && grep -q "^\[partition ${pcap%%=*}\]" "$dir/policy.ini"; then
+    sed -i -e "/^\[partition ${pcap%%=*}\]/,/^\[/{/^max_job_gpu_hours *=/d}" \
+      -e "/^\[partition ${pcap%%=*}\]/a max_job_gpu_hours = ${pcap#*=} rewrite" "$dir/policy.ini"
+    args+=" --partition-cap $pcap"
+  fi
   local out
   if [ -x "$checker" ] && ! out=$("$checker" policy check "$dir/policy.ini" 2>&1); then
     echo "prop_tighten_policy: $dir/policy.ini does not pass the checker: $out" >&2
@@ -53,4 +66,18 @@ prop_tighten_policy() {
 
 prop_restore_policy() {
   [ -f "$2/settings.orig" ] && cp "$2/settings.orig" "$1"
+}
+
+prop_make_reservation() {
+  local out
+  if ! out=$(scontrol create reservation ReservationName=sgprop StartTime=now+365days \
+      Duration=1-00:00:00 Users="$1" PartitionName=gpu-spot Nodes=ALL 2>&1); then
+    echo "prop_make_reservation: no reservation shapes: $out" >&2
+    return 0
+  fi
+  echo "--reservation sgprop"
+}
+
+prop_drop_reservation() {
+  scontrol delete ReservationName=sgprop >/dev/null 2>&1 || true
 }

@@ -614,7 +614,7 @@ class Stats:
         self.lock = threading.Lock()
         self.c = {k: 0 for k in ("shapes", "refused_plugin", "refused_slurm", "accepted",
                                  "no_job", "updates", "updates_refused", "updates_accepted",
-                                 "sampled", "sample_started")}
+                                 "sampled", "sample_started", "never_starts")}
         self.violations = []
         self.by_class = {}
         self.notes = []
@@ -689,6 +689,31 @@ def submit(shape, run, args):
     return None, (err + out).strip() or f"no job named {shape.name} after {args.alloc_wait} s"
 
 
+NEVER_STARTS = {"BadConstraints", "PartitionNodeLimit"}
+
+
+def never_starts(run, job_id, args):
+    """Slurm's view of a held job may show more nodes than it will ever run on: 23.11 shows
+    -N1 -n16 on 8-CPU nodes, held, as NumNodes=2-2, and once released keeps it pending with
+    Reason=BadConstraints (the same request unheld is refused: "Requested node configuration
+    is not available"). Releases the job: the reason when Slurm says it can never start, else
+    None (it started, or may start: the envelope stands). Holds it again either way."""
+    run(["scontrol", "release", str(job_id)])
+    reason = None
+    deadline = time.time() + args.run_wait
+    while time.time() < deadline:
+        recs = job_records(run, job_id)
+        if not recs or any(r.get("JobState") != "PENDING" for r in recs):
+            break
+        reasons = {r.get("Reason", "").split()[0] for r in recs if r.get("Reason")}
+        if reasons and reasons <= NEVER_STARTS:
+            reason = ",".join(sorted(reasons))
+            break
+        time.sleep(0.2)
+    run(["scontrol", "hold", str(job_id)])
+    return reason
+
+
 def judge(shape, records, run, cluster, args, stats, kind, extra=""):
     """Checks the invariant on Slurm's view of the job; a shape counts once (an update is
     blamed only when the job was within the caps before it). Returns the envelope."""
@@ -705,6 +730,12 @@ def judge(shape, records, run, cluster, args, stats, kind, extra=""):
         p, pgh, pcap, pwhy = overs[0]
         text = f"Slurm may run it in {p} with {pgh:.1f} GPU-hours > {p}'s cap {pcap:g}: {pwhy}"
     if text and not shape.violated:
+        reason = never_starts(run, shape.job_id, args)
+        if reason:
+            stats.add("never_starts")
+            stats.notes.append(f"not counted (released: Reason={reason}, Slurm never starts it): "
+                               f"{cmd}\n      {text}")
+            return gh
         shape.violated = True
         stats.violation(shape, kind, f"{cmd}\n      {text}")
     return gh
@@ -938,6 +969,8 @@ def main():
     print(f"  updates: {c['updates']} tried on accepted jobs, {c['updates_refused']} refused, "
           f"{c['updates_accepted']} accepted")
     print(f"  released sample: {c['sampled']} released, {c['sample_started']} started")
+    print(f"  over the cap in Slurm's view but never started once released (BadConstraints, PartitionNodeLimit): "
+          f"{c['never_starts']}")
     for note in stats.notes:
         print(f"    {note}")
     shapes_bad = sum(1 for cls, _ in stats.violations if cls not in ("allocation", "oracle"))

@@ -614,7 +614,8 @@ class Stats:
         self.lock = threading.Lock()
         self.c = {k: 0 for k in ("shapes", "refused_plugin", "refused_slurm", "accepted",
                                  "no_job", "updates", "updates_refused", "updates_accepted",
-                                 "sampled", "sample_started", "never_starts")}
+                                 "sampled", "sample_started", "never_starts",
+                                 "ran_within")}
         self.violations = []
         self.by_class = {}
         self.notes = []
@@ -692,26 +693,44 @@ def submit(shape, run, args):
 NEVER_STARTS = {"BadConstraints", "PartitionNodeLimit"}
 
 
-def never_starts(run, job_id, args):
+def release_check(run, job_id, args):
     """Slurm's view of a held job may show more nodes than it will ever run on: 23.11 shows
-    -N1 -n16 on 8-CPU nodes, held, as NumNodes=2-2, and once released keeps it pending with
-    Reason=BadConstraints (the same request unheld is refused: "Requested node configuration
-    is not available"). Releases the job: the reason when Slurm says it can never start, else
-    None (it started, or may start: the envelope stands). Holds it again either way."""
+    -N1 -n16 on 8-CPU nodes, held, as NumNodes=2-2 (unheld, the same request is refused:
+    "Requested node configuration is not available"), and --ntasks-per-gpu with -N1 as 2-2 or
+    4-4 but runs it on one node. So a job over the cap in that view is released and what Slurm
+    then does decides: ("never", reason) when it stays pending for a reason that never
+    clears, ("ran", GPU-hours, detail, cap) when it runs (GRES IDX x TimeLimit, against the
+    cap of the partition it runs in; the job is cancelled), None when it neither ran nor was
+    refused within --run-wait (the envelope stands; held again)."""
     run(["scontrol", "release", str(job_id)])
-    reason = None
     deadline = time.time() + args.run_wait
     while time.time() < deadline:
         recs = job_records(run, job_id)
-        if not recs or any(r.get("JobState") != "PENDING" for r in recs):
+        if not recs:
             break
+        # srun/salloc shapes run `true` or no shell: they may be completing already.
+        ran = all(r.get("JobState") in ("RUNNING", "COMPLETING", "COMPLETED") for r in recs)
+        if ran and all(r["_alloc"] for r in recs):
+            gh, detail = 0.0, []
+            for r in recs:
+                gpus = sum(hostlist_len(nodes) * alloc_gpus(g) for nodes, g in r["_alloc"])
+                tmin = parse_time_min(r.get("TimeLimit"))
+                gh += 0.0 if gpus == 0 else gpus * (INF if tmin is None else tmin) / 60.0
+                detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
+            cap = args.cap
+            if len(recs) == 1 and recs[0].get("Partition") in args.partition_caps:
+                cap = args.partition_caps[recs[0]["Partition"]]
+            run(["scancel", str(job_id)], as_user=False)
+            return "ran", gh, "; ".join(detail), cap
+        if ran and any(r.get("JobState") != "RUNNING" for r in recs):
+            break  # ended before its allocation could be read: the envelope stands
         reasons = {r.get("Reason", "").split()[0] for r in recs if r.get("Reason")}
-        if reasons and reasons <= NEVER_STARTS:
-            reason = ",".join(sorted(reasons))
-            break
+        if all(r.get("JobState") == "PENDING" for r in recs) and reasons and reasons <= NEVER_STARTS:
+            run(["scontrol", "hold", str(job_id)])
+            return "never", ",".join(sorted(reasons))
         time.sleep(0.2)
     run(["scontrol", "hold", str(job_id)])
-    return reason
+    return None
 
 
 def judge(shape, records, run, cluster, args, stats, kind, extra=""):
@@ -730,12 +749,21 @@ def judge(shape, records, run, cluster, args, stats, kind, extra=""):
         p, pgh, pcap, pwhy = overs[0]
         text = f"Slurm may run it in {p} with {pgh:.1f} GPU-hours > {p}'s cap {pcap:g}: {pwhy}"
     if text and not shape.violated:
-        reason = never_starts(run, shape.job_id, args)
-        if reason:
+        verdict = release_check(run, shape.job_id, args)
+        if verdict and verdict[0] == "never":
             stats.add("never_starts")
-            stats.notes.append(f"not counted (released: Reason={reason}, Slurm never starts it): "
+            stats.notes.append(f"not counted (released: Reason={verdict[1]}, Slurm never starts it): "
                                f"{cmd}\n      {text}")
             return gh
+        if verdict and verdict[0] == "ran":
+            _, real, detail, cap = verdict
+            if real <= cap + 1e-6:
+                stats.add("ran_within")
+                stats.notes.append(f"not counted (released, it ran with {detail} = {real:.1f} GPU-hours "
+                                   f"<= cap {cap:g}): {cmd}\n      {text}")
+                return gh
+            kind = "allocation"
+            text += f"; released, it ran with {detail} = {real:.1f} GPU-hours > cap {cap:g}"
         shape.violated = True
         stats.violation(shape, kind, f"{cmd}\n      {text}")
     return gh
@@ -969,8 +997,8 @@ def main():
     print(f"  updates: {c['updates']} tried on accepted jobs, {c['updates_refused']} refused, "
           f"{c['updates_accepted']} accepted")
     print(f"  released sample: {c['sampled']} released, {c['sample_started']} started")
-    print(f"  over the cap in Slurm's view but never started once released (BadConstraints, PartitionNodeLimit): "
-          f"{c['never_starts']}")
+    print(f"  over the cap in Slurm's held view, released: never started (BadConstraints, "
+          f"PartitionNodeLimit) {c['never_starts']}, ran within the cap {c['ran_within']}")
     for note in stats.notes:
         print(f"    {note}")
     shapes_bad = sum(1 for cls, _ in stats.violations if cls not in ("allocation", "oracle"))

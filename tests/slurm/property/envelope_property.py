@@ -240,12 +240,16 @@ class Cluster:
 
 # --- the oracle -----------------------------------------------------------------------------
 
+def record_partitions(rec, cluster):
+    """The partitions Slurm may run a record in: its list, else the default one."""
+    parts = [p for p in rec.get("Partition", "").split(",") if p in cluster.partitions]
+    return parts or [p for p, v in cluster.partitions.items() if v["default"]]
+
+
 def component_envelope(rec, cluster):
     """Most GPU-hours Slurm may grant one job record (one het component / one array element),
     from Slurm's view only. Returns (gpu_hours, explanation)."""
-    parts = [p for p in rec.get("Partition", "").split(",") if p in cluster.partitions]
-    if not parts:
-        parts = [p for p, v in cluster.partitions.items() if v["default"]]
+    parts = record_partitions(rec, cluster)
     pnodes = sorted({n for p in parts for n in cluster.partitions[p]["nodes"]})
     pmax = min(len(pnodes), max(cluster.partitions[p]["max_nodes"] for p in parts))
     node_gpus = max(cluster.nodes[n]["gpus"] for n in pnodes)
@@ -334,12 +338,6 @@ def component_envelope(rec, cluster):
            f"NumTasks={rec.get('NumTasks')} NtasksPerN={rec.get('NtasksPerN:B:S:C')} "
            f"OverSubscribe={rec.get('OverSubscribe')}) TimeLimit={rec.get('TimeLimit')}")
     return gh, why
-
-
-def record_partitions(rec, cluster):
-    """The partitions Slurm may run a record in: its list, else the default one."""
-    parts = [p for p in rec.get("Partition", "").split(",") if p in cluster.partitions]
-    return parts or [p for p, v in cluster.partitions.items() if v["default"]]
 
 
 def partition_overs(records, cluster, caps):
@@ -693,6 +691,22 @@ def submit(shape, run, args):
 NEVER_STARTS = {"BadConstraints", "PartitionNodeLimit"}
 
 
+def allocation(recs, args):
+    """What Slurm allocated to a started job: (GPU-hours = GRES IDX x TimeLimit summed over
+    its records, description, the cap it answers to: its partition's own when it is one job
+    in a partition with one, else the job cap)."""
+    gh, detail = 0.0, []
+    for r in recs:
+        gpus = sum(hostlist_len(nodes) * alloc_gpus(g) for nodes, g in r["_alloc"])
+        tmin = parse_time_min(r.get("TimeLimit"))
+        gh += 0.0 if gpus == 0 else gpus * (INF if tmin is None else tmin) / 60.0
+        detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
+    cap = args.cap
+    if len(recs) == 1 and recs[0].get("Partition") in args.partition_caps:
+        cap = args.partition_caps[recs[0]["Partition"]]
+    return gh, "; ".join(detail), cap
+
+
 def release_check(run, job_id, args):
     """Slurm's view of a held job may show more nodes than it will ever run on: 23.11 shows
     -N1 -n16 on 8-CPU nodes, held, as NumNodes=2-2 (unheld, the same request is refused:
@@ -711,17 +725,8 @@ def release_check(run, job_id, args):
         # srun/salloc shapes run `true` or no shell: they may be completing already.
         ran = all(r.get("JobState") in ("RUNNING", "COMPLETING", "COMPLETED") for r in recs)
         if ran and all(r["_alloc"] for r in recs):
-            gh, detail = 0.0, []
-            for r in recs:
-                gpus = sum(hostlist_len(nodes) * alloc_gpus(g) for nodes, g in r["_alloc"])
-                tmin = parse_time_min(r.get("TimeLimit"))
-                gh += 0.0 if gpus == 0 else gpus * (INF if tmin is None else tmin) / 60.0
-                detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
-            cap = args.cap
-            if len(recs) == 1 and recs[0].get("Partition") in args.partition_caps:
-                cap = args.partition_caps[recs[0]["Partition"]]
-            run(["scancel", str(job_id)], as_user=False)
-            return "ran", gh, "; ".join(detail), cap
+            run(["scancel", str(job_id)], as_user=False)  # the shape ends here: no more updates
+            return ("ran",) + allocation(recs, args)
         if ran and any(r.get("JobState") != "RUNNING" for r in recs):
             break  # ended before its allocation could be read: the envelope stands
         reasons = {r.get("Reason", "").split()[0] for r in recs if r.get("Reason")}
@@ -756,6 +761,7 @@ def judge(shape, records, run, cluster, args, stats, kind, extra=""):
                                f"{cmd}\n      {text}")
             return gh
         if verdict and verdict[0] == "ran":
+            shape.ended = True
             _, real, detail, cap = verdict
             if real <= cap + 1e-6:
                 stats.add("ran_within")
@@ -773,6 +779,7 @@ def one_shape(shape, run, cluster, args, stats):
     stats.add("shapes")
     shape.client = None
     shape.violated = False
+    shape.ended = False  # cancelled by a release check: its remaining updates are not sent
     shape.applied = []  # accepted `scontrol update` command lines
     job_id, refused = submit(shape, run, args)
     shape.job_id = job_id
@@ -794,6 +801,8 @@ def one_shape(shape, run, cluster, args, stats):
               f"{shape.command(run)}", flush=True)
     shape.records = records
     for upd in shape.updates:
+        if shape.ended:
+            break
         stats.add("updates")
         if shape.target == "name":
             sel = f"JobName={shape.name}"
@@ -854,27 +863,17 @@ def sample_release(shape, run, cluster, args, stats):
     started = recs and all(r.get("JobState") == "RUNNING" for r in recs)
     if started:
         stats.add("sample_started")
-        gh = 0.0
-        detail = []
-        for r in recs:
-            gpus = sum(hostlist_len(nodes) * alloc_gpus(g) for nodes, g in r["_alloc"])
-            tmin = parse_time_min(r.get("TimeLimit"))
-            tmin = INF if tmin is None else tmin
-            gh += 0.0 if gpus == 0 else gpus * tmin / 60.0
-            detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
+        gh, detail, cap = allocation(recs, args)
         env = getattr(shape, "envelope", INF)
-        cap = args.cap
-        if len(recs) == 1 and recs[0].get("Partition") in args.partition_caps:
-            cap = args.partition_caps[recs[0]["Partition"]]
         line = (f"{shape.command(run, applied=True)}\n      released job {job_id}: allocated "
-                f"{'; '.join(detail)} = {gh:.1f} GPU-hours")
+                f"{detail} = {gh:.1f} GPU-hours")
         if gh > cap + 1e-6:
             stats.violation(shape, "allocation", line + f" > cap {cap:g} of {recs[0].get('Partition')}")
         elif gh > env + 1e-6:
             stats.violation(shape, "oracle", line + f" > the oracle's envelope {env:.1f} "
                                                     "(the oracle under-estimates)")
         else:
-            stats.notes.append(f"sample ok: job {job_id} {'; '.join(detail)} = {gh:.1f} "
+            stats.notes.append(f"sample ok: job {job_id} {detail} = {gh:.1f} "
                                f"<= envelope {env:.1f}")
     else:
         state = ",".join(f"{r.get('JobState')}/{r.get('Reason')}" for r in recs) or "gone"

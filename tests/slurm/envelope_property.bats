@@ -33,6 +33,9 @@ teardown_file() {
 
 @test "every generated shape is refused or granted <= 150 GPU-hours (100 in gpu-spot); slurmctld stays alive" {
   BATS_TEST_TIMEOUT=800
+  # The shapes this file promises: a missing reservation or spot cap would quietly test less.
+  [[ $PROP_ARGS == *"--partition-cap gpu-spot="* && $PROP_ARGS == *"--reservation sgprop"* ]] ||
+    fail "the property would run without the spot cap or the reservation: '$PROP_ARGS' (see setup_file's stderr)"
   local log=$SCALEGUARD_DEV_DIR/log/envelope-property.log
   # shellcheck disable=SC2086
   run python3 "$BATS_TEST_DIRNAME/property/envelope_property.py" $PROP_ARGS \

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import threading
 import time
 
 INF = math.inf
@@ -698,6 +699,9 @@ def allocation(recs, args):
     gh, detail = 0.0, []
     for r in recs:
         gpus = sum(hostlist_len(nodes) * alloc_gpus(g) for nodes, g in r["_alloc"])
+        if not gpus:  # ended before its -d lines were read: the job's JOB_GRES (all nodes)
+            gpus = sum(int(m.group(1)) for m in
+                       re.finditer(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)", r.get("JOB_GRES", "")))
         tmin = parse_time_min(r.get("TimeLimit"))
         gh += 0.0 if gpus == 0 else gpus * (INF if tmin is None else tmin) / 60.0
         detail.append(f"{gpus} GPUs on {r.get('NodeList')} x TimeLimit={r.get('TimeLimit')}")
@@ -715,27 +719,107 @@ def release_check(run, job_id, args):
     then does decides: ("never", reason) when it stays pending for a reason that never
     clears, ("ran", GPU-hours, detail, cap) when it runs (GRES IDX x TimeLimit, against the
     cap of the partition it runs in; the job is cancelled), None when it neither ran nor was
-    refused within --run-wait (the envelope stands; held again)."""
-    run(["scontrol", "release", str(job_id)])
-    deadline = time.time() + args.run_wait
-    while time.time() < deadline:
+    refused within --run-wait (the envelope stands; held again).
+    One release check at a time. A job naming the test reservation (it starts in a year so that
+    held shapes never run; a started reservation cannot be moved, nor a used one deleted) is
+    moved to a copy that starts now, on the same nodes and partition, for its release, and back
+    after; no other released job meets the reservation's nodes meanwhile."""
+    with RELEASE_LOCK:
         recs = job_records(run, job_id)
-        if not recs:
-            break
-        # srun/salloc shapes run `true` or no shell: they may be completing already.
-        ran = all(r.get("JobState") in ("RUNNING", "COMPLETING", "COMPLETED") for r in recs)
-        if ran and all(r["_alloc"] for r in recs):
+        resv = {r.get("Reservation") for r in recs} - {None, "(null)"}
+        if not resv:
+            return _release_and_watch(run, job_id, args)
+        if len(resv) > 1 or not (now := reservation_copy_now(run, next(iter(resv)))):
+            return None
+        try:
+            for r in recs:
+                run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={now}"], as_user=False)
+            return _release_and_watch(run, job_id, args)
+        finally:
+            wait_gone(run, job_id, args)
+            for r in job_records(run, job_id):
+                run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={next(iter(resv))}"],
+                    as_user=False)
+            drop_reservation(run, now)
+
+
+RELEASE_LOCK = threading.Lock()
+
+
+def reservation_copy_now(run, name):
+    """Creates NAME-now: NAME's users, partition and nodes, from now for 300 days (it may not
+    overlap NAME, which starts in a year; no job under the cap runs that long). Returns its name."""
+    rc, out, _ = run(["scontrol", "show", "reservation", name], as_user=False)
+    fields = dict(t.split("=", 1) for t in out.split() if "=" in t)
+    if rc or not all(fields.get(k) for k in ("Users", "PartitionName", "Nodes")):
+        print(f"envelope property: no reservation {name} to copy", file=sys.stderr, flush=True)
+        return None
+    copy = f"{name}-now"
+    drop_reservation(run, copy)
+    rc, out, err = run(["scontrol", "create", "reservation", f"ReservationName={copy}", "StartTime=now",
+                        "Duration=300-00:00:00", f"Users={fields['Users']}",
+                        f"PartitionName={fields['PartitionName']}", f"Nodes={fields['Nodes']}"],
+                       as_user=False)
+    if rc:
+        print(f"envelope property: cannot create {copy}: {(err + out).strip()}", file=sys.stderr, flush=True)
+        return None
+    return copy
+
+
+def drop_reservation(run, name):
+    """Deletes a reservation; retried while a job that ran in it is still completing."""
+    for _ in range(50):
+        rc, out, err = run(["scontrol", "delete", f"ReservationName={name}"], as_user=False)
+        if rc == 0 or "reservation is invalid" in err + out:
+            return
+        time.sleep(0.2)
+    print(f"envelope property: could not delete reservation {name}", file=sys.stderr, flush=True)
+
+
+def wait_gone(run, job_id, args):
+    """Waits (bounded) until a job holds no node: held again, pending, or ended."""
+    for _ in range(int(args.run_wait * 5)):
+        recs = job_records(run, job_id)
+        if not recs or all(r.get("JobState") not in ("RUNNING", "COMPLETING") for r in recs):
+            return
+        time.sleep(0.2)
+
+
+def _release_and_watch(run, job_id, args):
+    run(["scontrol", "release", str(job_id)])
+    recs = job_records(run, job_id)
+    # A het job is placed by the backfill scheduler only (a cycle may take bf_interval, 30 s)
+    # and never gets BadConstraints: it waits for Resources.
+    deadline = time.time() + (max(args.run_wait, 45.0) if len(recs) > 1 else args.run_wait)
+    while time.time() < deadline and recs:
+        # srun shapes run `true` (or fail to start a step): the job may have ended already.
+        ran = all(r.get("JobState") != "PENDING" and r.get("NodeList") not in (None, "", "(null)")
+                  for r in recs)
+        if ran:
             run(["scancel", str(job_id)], as_user=False)  # the shape ends here: no more updates
             return ("ran",) + allocation(recs, args)
-        if ran and any(r.get("JobState") != "RUNNING" for r in recs):
-            break  # ended before its allocation could be read: the envelope stands
+        # One record that never starts keeps every record pending: het components start
+        # together or not at all.
         reasons = {r.get("Reason", "").split()[0] for r in recs if r.get("Reason")}
-        if all(r.get("JobState") == "PENDING" for r in recs) and reasons and reasons <= NEVER_STARTS:
+        pending = all(r.get("JobState") == "PENDING" for r in recs)
+        if pending and reasons & NEVER_STARTS:
             run(["scontrol", "hold", str(job_id)])
-            return "never", ",".join(sorted(reasons))
+            return "never", ",".join(sorted(reasons & NEVER_STARTS))
+        # Waiting for Resources while no job holds a node (every other shape is held, release
+        # checks run one at a time): this cluster can never place it.
+        if pending and reasons == {"Resources"} and not busy_jobs(run):
+            run(["scontrol", "hold", str(job_id)])
+            return "never", "Resources on an idle cluster"
         time.sleep(0.2)
+        recs = job_records(run, job_id)
     run(["scontrol", "hold", str(job_id)])
     return None
+
+
+def busy_jobs(run):
+    """Jobs that hold nodes now (running or completing), any user."""
+    rc, out, _ = run(["squeue", "-h", "-t", "RUNNING,COMPLETING,CONFIGURING", "-o", "%i"], as_user=False)
+    return out.split() if rc == 0 else ["?"]
 
 
 def judge(shape, records, run, cluster, args, stats, kind, extra=""):
@@ -880,11 +964,7 @@ def sample_release(shape, run, cluster, args, stats):
         stats.notes.append(f"sample: job {job_id} did not start ({state}; waited at most "
                            f"{args.run_wait:g} s): {shape.command(run, applied=True)}")
     run(["scancel", str(job_id)], as_user=False)
-    for _ in range(int(args.run_wait * 5)):
-        recs = job_records(run, job_id)
-        if not recs or all(r.get("JobState") not in ("RUNNING", "COMPLETING") for r in recs):
-            break
-        time.sleep(0.2)
+    wait_gone(run, job_id, args)
 
 
 # --- main -----------------------------------------------------------------------------------

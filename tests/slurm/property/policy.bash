@@ -14,7 +14,9 @@
 # prop_make_reservation USER / prop_drop_reservation
 #   A reservation `sgprop` of USER on gpu-spot's nodes with PartitionName=gpu-spot, starting in
 #   a year (so it holds no node now): a job naming it without -p runs in gpu-spot, which Slurm
-#   decides after job_submit. Prints `--reservation sgprop`, or nothing (with the reason on
+#   decides after job_submit. The property script's release check moves such a job to a copy
+#   that starts now (sgprop-now) while it releases it, and back after, so Slurm's allocation
+#   decides those shapes too. Prints `--reservation sgprop`, or nothing (with the reason on
 #   stderr) where the cluster has no gpu-spot or Slurm refuses.
 # prop_restore_policy SETTINGS DIR
 #   Puts the original SETTINGS back (restart slurmctld afterwards).
@@ -79,5 +81,6 @@ prop_make_reservation() {
 }
 
 prop_drop_reservation() {
+  scontrol delete ReservationName=sgprop-now >/dev/null 2>&1 || true
   scontrol delete ReservationName=sgprop >/dev/null 2>&1 || true
 }

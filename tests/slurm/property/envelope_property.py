@@ -690,6 +690,10 @@ def submit(shape, run, args):
 
 
 NEVER_STARTS = {"BadConstraints", "PartitionNodeLimit"}
+# Reasons that may clear when nodes free up: final only while no job holds a node. 25.11 gives
+# PartitionConfig ("Requested partition configuration not available now") where 23.11 gives
+# BadConstraints; a het job waits for Resources.
+NEVER_WHEN_IDLE = {"Resources", "PartitionConfig"}
 
 
 def allocation(recs, args):
@@ -786,7 +790,9 @@ def wait_gone(run, job_id, args):
 
 
 def _release_and_watch(run, job_id, args):
-    run(["scontrol", "release", str(job_id)])
+    # As the admin: 25.11 shows a job the user held after BadConstraints as JobHeldAdmin, which
+    # the user cannot release; what Slurm would grant is the question either way.
+    run(["scontrol", "release", str(job_id)], as_user=False)
     recs = job_records(run, job_id)
     # A het job is placed by the backfill scheduler only (a cycle may take bf_interval, 30 s)
     # and never gets BadConstraints: it waits for Resources.
@@ -805,11 +811,11 @@ def _release_and_watch(run, job_id, args):
         if pending and reasons & NEVER_STARTS:
             run(["scontrol", "hold", str(job_id)])
             return "never", ",".join(sorted(reasons & NEVER_STARTS))
-        # Waiting for Resources while no job holds a node (every other shape is held, release
-        # checks run one at a time): this cluster can never place it.
-        if pending and reasons == {"Resources"} and not busy_jobs(run):
+        # Waiting while no job holds a node (every other shape is held, release checks run
+        # one at a time): this cluster can never place it.
+        if pending and reasons and reasons <= NEVER_WHEN_IDLE and not busy_jobs(run):
             run(["scontrol", "hold", str(job_id)])
-            return "never", "Resources on an idle cluster"
+            return "never", ",".join(sorted(reasons)) + " on an idle cluster"
         time.sleep(0.2)
         recs = job_records(run, job_id)
     run(["scontrol", "hold", str(job_id)])
@@ -1077,7 +1083,8 @@ def main():
           f"{c['updates_accepted']} accepted")
     print(f"  released sample: {c['sampled']} released, {c['sample_started']} started")
     print(f"  over the cap in Slurm's held view, released: never started (BadConstraints, "
-          f"PartitionNodeLimit) {c['never_starts']}, ran within the cap {c['ran_within']}")
+          f"PartitionNodeLimit; Resources or PartitionConfig with no job on a node) "
+          f"{c['never_starts']}, ran within the cap {c['ran_within']}")
     for note in stats.notes:
         print(f"    {note}")
     shapes_bad = sum(1 for cls, _ in stats.violations if cls not in ("allocation", "oracle"))

@@ -735,6 +735,7 @@ def release_check(run, job_id, args):
             return _release_and_watch(run, job_id, args)
         if len(resv) > 1 or not (now := reservation_copy_now(run, next(iter(resv)))):
             return None
+        NO_RESERVATION_COPY.clear()
         try:
             for r in recs:
                 run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={now}"], as_user=False)
@@ -745,9 +746,14 @@ def release_check(run, job_id, args):
                 run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={next(iter(resv))}"],
                     as_user=False)
             drop_reservation(run, now)
+            NO_RESERVATION_COPY.set()
 
 
 RELEASE_LOCK = threading.Lock()
+# Cleared while a reservation copy holds gpu-spot's nodes: Slurm refuses updates that name
+# reserved nodes then, so the other threads submit and update nothing meanwhile.
+NO_RESERVATION_COPY = threading.Event()
+NO_RESERVATION_COPY.set()
 
 
 def reservation_copy_now(run, name):
@@ -871,6 +877,7 @@ def one_shape(shape, run, cluster, args, stats):
     shape.violated = False
     shape.ended = False  # cancelled by a release check: its remaining updates are not sent
     shape.applied = []  # accepted `scontrol update` command lines
+    NO_RESERVATION_COPY.wait()
     job_id, refused = submit(shape, run, args)
     shape.job_id = job_id
     if job_id is None:
@@ -903,6 +910,7 @@ def one_shape(shape, run, cluster, args, stats):
         else:
             sel = f"JobId={job_id}"
         argv = ["scontrol", "update", sel] + upd
+        NO_RESERVATION_COPY.wait()
         rc, out, err = run(argv)
         if rc:
             stats.add("updates_refused")

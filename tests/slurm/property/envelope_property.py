@@ -16,6 +16,9 @@ job there (its partition list, or the partition Slurm takes from a --reservation
 job_submit); and slurmctld stays alive.
 A sample of accepted jobs is released and the allocation Slurm really makes (GRES IDX of
 `scontrol show job -d`) x its time limit is checked against the cap too.
+A pending job's node count in that view is slurmctld's estimate (ROUNDUP(tasks, CPUs of the
+largest node) when no scheduler pass has set one), not the job's real limit: a shape over the
+cap in that view is released (release_check) and what Slurm then does decides it.
 
 Every failing shape is printed as the exact command line (SEED= reproduces the whole run).
 Exit status: 0 when no violation and slurmctld alive, 1 otherwise, 2 on a setup error.

@@ -30,6 +30,7 @@ root (submissions run as --user through runuser) or the test user itself.
 """
 import argparse
 import concurrent.futures
+import contextlib
 import math
 import os
 import random
@@ -38,7 +39,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
 import threading
 import time
 
@@ -291,6 +291,8 @@ def component_envelope(rec, cluster):
     n = gpu_count(rec.get("TresPerJob"))
     if n is not None:
         total.append(n)
+        if n > 0:  # every node of the job gets at least one (25.11: -n16 --gpus=1 got 2)
+            total.append(max_nodes)
     n = tres_gpus(rec)
     if n is not None:  # Slurm's own count (with accounting of gres/gpu): derived GPUs too
         total.append(n)
@@ -727,29 +729,37 @@ def release_check(run, job_id, args):
     clears, ("ran", GPU-hours, detail, cap) when it runs (GRES IDX x TimeLimit, against the
     cap of the partition it runs in; the job is cancelled), None when it neither ran nor was
     refused within --run-wait (the envelope stands; held again).
-    One release check at a time. A job naming the test reservation (it starts in a year so that
-    held shapes never run; a started reservation cannot be moved, nor a used one deleted) is
-    moved to a copy that starts now, on the same nodes and partition, for its release, and back
-    after; no other released job meets the reservation's nodes meanwhile."""
-    with RELEASE_LOCK:
-        recs = job_records(run, job_id)
-        resv = {r.get("Reservation") for r in recs} - {None, "(null)"}
-        if not resv:
-            return _release_and_watch(run, job_id, args)
-        if len(resv) > 1 or not (now := reservation_copy_now(run, next(iter(resv)))):
-            return None
-        NO_RESERVATION_COPY.clear()
-        try:
-            for r in recs:
-                run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={now}"], as_user=False)
-            return _release_and_watch(run, job_id, args)
-        finally:
-            wait_gone(run, job_id, args)
-            for r in job_records(run, job_id):
-                run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={next(iter(resv))}"],
-                    as_user=False)
-            drop_reservation(run, now)
-            NO_RESERVATION_COPY.set()
+    One release at a time (RELEASE_LOCK), in the reservation's copy when it names one."""
+    with RELEASE_LOCK, reservation_now(run, job_id, args.run_wait) as ok:
+        return _release_and_watch(run, job_id, args) if ok else None
+
+
+@contextlib.contextmanager
+def reservation_now(run, job_id, wait_s):
+    """A job naming the test reservation (it starts in a year so that held shapes never run; a
+    started reservation cannot be moved, nor a used one deleted) is moved into a copy that
+    starts now, on the same nodes and partition, and back after; no shape is submitted or
+    updated meanwhile. Yields False when the job cannot be released into one."""
+    recs = job_records(run, job_id)
+    resv = {r.get("Reservation") for r in recs} - {None, "(null)"}
+    if not resv:
+        yield True
+        return
+    name = next(iter(resv))
+    if len(resv) > 1 or not (copy := reservation_copy_now(run, name)):
+        yield False
+        return
+    NO_RESERVATION_COPY.clear()
+    try:
+        for r in recs:
+            run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={copy}"], as_user=False)
+        yield True
+    finally:
+        wait_gone(run, job_id, wait_s)
+        for r in job_records(run, job_id):
+            run(["scontrol", "update", f"JobId={r['JobId']}", f"ReservationName={name}"], as_user=False)
+        drop_reservation(run, copy)
+        NO_RESERVATION_COPY.set()
 
 
 RELEASE_LOCK = threading.Lock()
@@ -789,9 +799,9 @@ def drop_reservation(run, name):
     print(f"envelope property: could not delete reservation {name}", file=sys.stderr, flush=True)
 
 
-def wait_gone(run, job_id, args):
+def wait_gone(run, job_id, seconds):
     """Waits (bounded) until a job holds no node: held again, pending, or ended."""
-    for _ in range(int(args.run_wait * 5)):
+    for _ in range(int(seconds * 5)):
         recs = job_records(run, job_id)
         if not recs or all(r.get("JobState") not in ("RUNNING", "COMPLETING") for r in recs):
             return
@@ -801,6 +811,13 @@ def wait_gone(run, job_id, args):
 def _release_and_watch(run, job_id, args):
     # As the admin: 25.11 shows a job the user held after BadConstraints as JobHeldAdmin, which
     # the user cannot release; what Slurm would grant is the question either way.
+    # Nodes a job still held when Slurm looked may explain Resources: idle verdicts only when
+    # no job held a node from the release on (every other shape is held).
+    for _ in range(int(args.run_wait * 5)):
+        if not busy_jobs(run):
+            break
+        time.sleep(0.2)
+    idle_at_release = not busy_jobs(run)
     run(["scontrol", "release", str(job_id)], as_user=False)
     recs = job_records(run, job_id)
     # A het job is placed by the backfill scheduler only (a cycle may take bf_interval, 30 s)
@@ -820,9 +837,9 @@ def _release_and_watch(run, job_id, args):
         if pending and reasons & NEVER_STARTS:
             run(["scontrol", "hold", str(job_id)])
             return "never", ",".join(sorted(reasons & NEVER_STARTS))
-        # Waiting while no job holds a node (every other shape is held, release checks run
-        # one at a time): this cluster can never place it.
-        if pending and reasons and reasons <= NEVER_WHEN_IDLE and not busy_jobs(run):
+        # Waiting although no job has held a node since the release (every other shape is
+        # held, releases run one at a time): this cluster can never place it.
+        if pending and reasons and reasons <= NEVER_WHEN_IDLE and idle_at_release and not busy_jobs(run):
             run(["scontrol", "hold", str(job_id)])
             return "never", ",".join(sorted(reasons)) + " on an idle cluster"
         time.sleep(0.2)
@@ -874,6 +891,19 @@ def judge(shape, records, run, cluster, args, stats, kind, extra=""):
     return gh
 
 
+def keep_validated_tasks(records, before):
+    """Slurm 22.05 keeps the GRES it validated when an update lowers NumTasks (23.02 added
+    TASKS_CHANGED, which revalidates): a held -N2 -n16 --gpus-per-task=1 job updated to
+    NumTasks=4 was allocated 16 GPUs. So each record keeps the largest NumTasks it has shown."""
+    old = {r.get("JobId"): r.get("NumTasks") for r in before}
+    for r in records:
+        try:
+            r["NumTasks"] = str(max(int(r.get("NumTasks") or 0), int(old.get(r.get("JobId")) or 0)))
+        except ValueError:
+            pass
+    return records
+
+
 def one_shape(shape, run, cluster, args, stats):
     stats.add("shapes")
     shape.client = None
@@ -920,7 +950,7 @@ def one_shape(shape, run, cluster, args, stats):
             continue
         stats.add("updates_accepted")
         shape.applied.append(run.show(argv))
-        records = job_records(run, job_id)
+        records = keep_validated_tasks(job_records(run, job_id), shape.records)
         shape.envelope = judge(shape, records, run, cluster, args, stats,
                                "update:" + "+".join(f.split("=")[0] for f in upd),
                                f"   # job id {job_id}, then:\n      {run.show(argv)}")
@@ -944,9 +974,18 @@ def cancel(run, shapes):
 # --- released sample: the allocation Slurm really makes ------------------------------------
 
 def sample_release(shape, run, cluster, args, stats):
-    """Releases one accepted held sbatch job, waits until it runs (bounded), checks the real
-    allocation x time limit, cancels it."""
+    """Releases one accepted held sbatch job (in the reservation's copy when it names one),
+    waits until it runs (bounded), checks the real allocation x time limit, cancels it."""
     stats.add("sampled")
+    with RELEASE_LOCK, reservation_now(run, shape.job_id, args.run_wait) as ok:
+        if ok:
+            _sample_release(shape, run, args, stats)
+        else:
+            stats.notes.append(f"sample: job {shape.job_id} not released (no reservation copy): "
+                               f"{shape.command(run, applied=True)}")
+
+
+def _sample_release(shape, run, args, stats):
     job_id = shape.job_id
     run(["scontrol", "release", str(job_id)])
     deadline = time.time() + args.run_wait
@@ -981,7 +1020,7 @@ def sample_release(shape, run, cluster, args, stats):
         stats.notes.append(f"sample: job {job_id} did not start ({state}; waited at most "
                            f"{args.run_wait:g} s): {shape.command(run, applied=True)}")
     run(["scancel", str(job_id)], as_user=False)
-    wait_gone(run, job_id, args)
+    wait_gone(run, job_id, args.run_wait)
 
 
 # --- main -----------------------------------------------------------------------------------
@@ -1066,7 +1105,7 @@ def main():
             list(pool.map(lambda s: one_shape(s, run, cluster, args, stats), shapes))
             # Sample: this batch's share of the releases, accepted sbatch jobs with GPUs first.
             quota = math.ceil(args.sample * (done + n) / args.shapes) - stats.c["sampled"]
-            cand = [x for x in shapes if x.tool in ("sbatch", "sbatch-het") and "reservation" not in x.feats
+            cand = [x for x in shapes if x.tool in ("sbatch", "sbatch-het")
                     and getattr(x, "job_id", None) and hasattr(x, "envelope")]
             sample_rng.shuffle(cand)
             cand.sort(key=lambda x: x.envelope == 0)

@@ -8,15 +8,17 @@
 #   mode, and no `trusted_users`; every other rule stays as shipped. With PARTITION=PCAP, that
 #   partition's section (when the policy has one) gets its own `max_job_gpu_hours = PCAP
 #   rewrite`: the plugin cuts the time there, and the other caps (the array cap, the other
-#   partitions of a list) must still hold on what the cut leaves (issue 25, classes 5 and 6). Points SETTINGS at the copy (the original is kept as DIR/settings.orig; restart
-#   slurmctld afterwards). Prints the property script's arguments for it:
+#   partitions of a list) must still hold on what the cut leaves (issue 25, classes 5 and 6).
+#   Points SETTINGS at the copy (the original is kept as DIR/settings.orig; restart slurmctld
+#   afterwards). Prints the property script's arguments for it:
 #   `--cap CAP [--array-cap CAP] [--partition-cap PARTITION=PCAP]`.
 # prop_make_reservation USER / prop_drop_reservation
 #   A reservation `sgprop` of USER on gpu-spot's nodes with PartitionName=gpu-spot, starting in
 #   a year (so it holds no node now): a job naming it without -p runs in gpu-spot, which Slurm
-#   decides after job_submit. The property script's release check moves such a job to a copy
-#   that starts now (sgprop-now) while it releases it, and back after, so Slurm's allocation
-#   decides those shapes too. Prints `--reservation sgprop`, or nothing (with the reason on
+#   decides after job_submit. The property script (reservation_now) moves such a job into a
+#   copy that starts now, `sgprop-now`, while it releases it, and back after, so Slurm's
+#   allocation decides those shapes too; prop_drop_reservation also drops a copy an
+#   interrupted run left. Prints `--reservation sgprop`, or nothing (with the reason on
 #   stderr) where the cluster has no gpu-spot or Slurm refuses.
 # prop_restore_policy SETTINGS DIR
 #   Puts the original SETTINGS back (restart slurmctld afterwards).

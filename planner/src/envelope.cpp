@@ -160,16 +160,25 @@ Envelope envelope_of(const JobRequest& job, const Partition& part) {
       env.how = "partition " + part.name + " allocates whole nodes: all " + std::to_string(gpn) +
                 " GPUs of each of up to " + std::to_string(hi) + " node(s)";
   }
+  // --gpus=N over more nodes than N: Slurm gives every node of the job at least one GPU
+  // (25.11: -n16 --gpus=1 on two 8-CPU nodes ran with gpu:1 on each; with -N it refuses
+  // "--gpus < -N" instead).
+  const bool per_job_spreads = job.gpus_total > 0 && hi > job.gpus_total;
+  if (per_job_spreads) total = std::max<long long>(total, hi);
   per_node = std::min(per_node, gpn);
   total = std::min(total, per_node * hi);
   // Whether Slurm's node count changes the GPUs: then an open node count is bounded.
   const bool tasks_per_node_count = job.gpus_per_task > 0 && (job.ntasks <= 0 || job.ntasks_per_node > 0);
-  const bool per_node_counts = exclusive || job.gpus_per_node > 0 || job.gpus_per_socket > 0 || tasks_per_node_count;
+  const bool per_node_counts =
+      exclusive || job.gpus_per_node > 0 || job.gpus_per_socket > 0 || tasks_per_node_count || per_job_spreads;
   if (total > 0 && per_node_counts && open_ended) env.bound_max_nodes = static_cast<int>(hi);
   if (env.how.empty() && total > 0) {
     const bool literal = job.nodes_max <= 0 || job.nodes_max == job.nodes_min;
     if (tasks_per_node_count)
       env.how = std::to_string(job.gpus_per_task) + " GPU(s) per task x up to " + std::to_string(tasks) + " task(s)";
+    else if (per_job_spreads)
+      env.how = "--gpus=" + std::to_string(job.gpus_total) + " over up to " + std::to_string(hi) +
+                " nodes: Slurm gives each node of the job at least one GPU";
     else if (!literal && per_node_counts)
       env.how = "up to " + std::to_string(hi) + " nodes (" + std::to_string(job.nodes_min) + "-" +
                 std::to_string(job.nodes_max) + ") x " + std::to_string(per_node) + " GPUs";

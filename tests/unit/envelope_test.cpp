@@ -77,6 +77,26 @@ TEST(Envelope, TasksWithoutNodesSpreadOnePerNodeAndAreBounded) {
   EXPECT_EQ(*envelope_of(j, two).bound_max_nodes, 2);
 }
 
+// Found by the property soak's released sample on 25.11: -n16 --gpus=1 -t4-14:12 (judged 1 GPU,
+// 110 GPU-hours) ran on both 8-CPU nodes with gpu:1 on each, 220 GPU-hours.
+TEST(Envelope, PerJobGpusGiveEveryNodeOfTheJobAtLeastOne) {
+  JobRequest j = hours(110 * 60);
+  j.gpus_total = 1, j.ntasks = 16;
+  Envelope e = envelope_of(j, od());  // the tasks may spread over both nodes
+  EXPECT_EQ(e.gpus, 2);
+  EXPECT_EQ(e.gpus_per_node, 1);
+  Decision d = decide(j, tight());  // 2 x 110 h = 220 > 150
+  EXPECT_EQ(d.action, Action::reject);
+  EXPECT_TRUE(capped(d));
+  EXPECT_NE(d.message.find("at least one GPU"), std::string::npos) << d.message;
+  // On one node, or with as many GPUs as nodes, nothing changes.
+  j.nodes_min = j.nodes_max = 1;
+  EXPECT_EQ(envelope_of(j, od()).gpus, 1);
+  JobRequest eight = hours(60);
+  eight.gpus_total = 8, eight.ntasks = 2;
+  EXPECT_EQ(envelope_of(eight, od()).gpus, 8);
+}
+
 TEST(Envelope, GpusPerTaskTimesTasksFromNodesTimesTasksPerNode) {
   JobRequest j = hours(60);
   j.gpus_per_task = 1, j.nodes_min = j.nodes_max = 2, j.ntasks_per_node = 8;

@@ -198,6 +198,43 @@ TEST(Validation, PredictsEveryRun) {
   }
 }
 
+// docs/validation.md's results table is this planner's output: the layout it picks for each
+// run and its prediction (within 0.5%, the table's rounding). Without this, a change to the
+// search (issue 27's ZeRO-3 moved Llama 2 70B from tp=8 to tp=2, +12% to +34%) left the
+// page reporting figures the code no longer gives.
+TEST(Validation, DocResultsTableIsTheCurrentOutput) {
+  std::ifstream in(SCALEGUARD_SOURCE_DIR "/docs/validation.md");
+  ASSERT_TRUE(in) << "cannot read docs/validation.md";
+  std::map<std::string, std::vector<std::string>> doc_rows;  // run id -> cells
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    auto cells = split(line, '|');
+    for (auto& c : cells) {
+      c.erase(0, c.find_first_not_of(' '));
+      c.erase(c.find_last_not_of(' ') + 1);
+    }
+    if (cells.size() >= 12) doc_rows.emplace(cells[1], cells);
+  }
+  const char* regenerate = "; regenerate the table with ctest -R unit.Validation.PredictsEveryRun -V";
+  for (const auto& r : runs()) {
+    const auto row = doc_rows.find(r.id);
+    if (row == doc_rows.end()) {
+      ADD_FAILURE() << r.id << ": not in docs/validation.md's results table" << regenerate;
+      continue;
+    }
+    const Prediction p = predict(r);
+    if (!p.ok) continue;  // PredictsEveryRun reports it
+    const auto& l = p.plan.layout;
+    char layout[96];
+    std::snprintf(layout, sizeof layout, "%dx%dx%d, z%d, %d, %s", l.tp, l.pp, l.dp, l.zero, l.micro_batch,
+                  sg::to_string(l.recompute));
+    EXPECT_EQ(row->second[4], layout) << r.id << regenerate;
+    const double doc_predicted = std::stod(row->second[9]);
+    EXPECT_NEAR(doc_predicted / p.tok_s_gpu, 1.0, 0.005)
+        << r.id << ": doc " << doc_predicted << ", planner " << p.tok_s_gpu << regenerate;
+  }
+}
+
 // Issue 27: the ZeRO-3 memory model (gathered blocks and root, prefetch, fragmentation) against
 // runs that happened: every published FSDP/ZeRO-3 layout in runs.csv ran, so the model must
 // not put it more than 2% over the device (well inside its own 10% fragmentation slack). Two

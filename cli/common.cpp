@@ -73,6 +73,8 @@ void add_workload_options(po::options_description& desc) {
       ("gpus-per-node", po::value<std::string>(), "GPUs per node (default: the instance's)")
       ("global-batch", po::value<std::string>(), "sequences per optimizer step (default: by model size)")
       ("seq", po::value<std::string>(), "sequence length (default: the model's)")
+      ("eval-every", po::value<std::string>(), "evaluate every N optimizer steps (with --eval-tokens)")
+      ("eval-tokens", po::value<std::string>(), "tokens per evaluation, forward only, e.g. 20M")
       ("precision", po::value<std::string>(), "fp32, fp16 or bf16 (default bf16)")
       ("optimizer", po::value<std::string>(), "adam or sgd (default adam)")
       ("tp", po::value<std::string>(), "pin tensor-parallel degree")
@@ -134,6 +136,18 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     auto v = int_option(vm, "global-batch", 1, 1 << 24);
     if (!v) return std::nullopt;
     s.workload.global_batch = *v;
+  }
+  if (vm.count("eval-every") != vm.count("eval-tokens"))
+    return print_error(verb, Error{"--eval-every and --eval-tokens go together", "", 0, "",
+                                   "e.g. --eval-every 1000 --eval-tokens 20M: 20M tokens every 1000 steps"}),
+           std::nullopt;
+  if (vm.count("eval-every")) {
+    auto every = int_option(vm, "eval-every", 1, 1 << 30);
+    if (!every) return std::nullopt;
+    auto t = parse_count(text_opt("eval-tokens"));
+    if (!t) return print_error(verb, Error{t.error().message, "", 0, "--eval-tokens", t.error().hint}), std::nullopt;
+    s.workload.eval_interval = *every;
+    s.workload.eval_tokens = t.value();
   }
   if (vm.count("gpus")) {
     auto v = int_option(vm, "gpus", 1, s.goals.max_gpus);

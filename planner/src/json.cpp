@@ -87,6 +87,8 @@ std::string to_json(const Plan& p) {
   field(out, "comm_ratio", p.comm_ratio);
   field(out, "bubble_fraction", p.bubble_fraction);
   field(out, "train_hours", p.train_hours);
+  field(out, "evaluations", p.evaluations);
+  field(out, "eval_hours", p.eval_hours);
   field(out, "failure_overhead", p.failure_overhead);
   field(out, "ckpt_interval_s", p.ckpt_interval_s);
   field(out, "ckpt_save_s", p.ckpt_save_s);

@@ -441,6 +441,19 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   p.comm_ratio = (p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds) / p.compute_seconds;
   p.steps = w.tokens / tokens_step;
   p.train_hours = p.steps * p.step_seconds / 3600;
+  // Evaluation: a forward pass on the training layout, no gradients, no optimizer. Per token
+  // it costs the plain forward's share of the step's math and memory-bound work (the
+  // forward is a third of the FLOPs and of the elementwise and score passes, less when the
+  // step recomputes), the forward's TP all-reduces (2 per layer of the step's 4, or 6 with
+  // full recompute) and the same pipeline fill and drain.
+  if (w.eval_interval > 0 && w.eval_tokens > 0) {
+    const double forward_compute = p.compute_seconds * (model_flops / 3) / flops;
+    const double forward_tp = p.tp_comm_seconds * 2 / (l.recompute == Recompute::full ? 6 : 4);
+    const double eval_step = (forward_compute + forward_tp) * (slots + l.pp - 1) / slots + p.pp_comm_seconds / 2;
+    p.evaluations = std::floor(p.steps / w.eval_interval);
+    p.eval_hours = p.evaluations * w.eval_tokens / tokens_step * eval_step / 3600;
+    p.train_hours += p.eval_hours;
+  }
   p.tflops_per_gpu = model_flops / p.step_seconds / p.gpus / 1e12;
   p.mfu = p.tflops_per_gpu / peak;
 
@@ -472,6 +485,8 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
 void scale_work(Plan& p, double factor) {
   p.steps *= factor;
   p.train_hours *= factor;
+  p.evaluations *= factor;
+  p.eval_hours *= factor;
   p.wall_hours *= factor;
   p.gpu_hours *= factor;
   p.cost_on_demand *= factor;

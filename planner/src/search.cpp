@@ -188,6 +188,10 @@ std::vector<std::string> describe_plan(const Plan& p) {
                 text::num(p.steps, 0) + " steps of " + std::to_string(p.global_batch) + " sequences");
   out.push_back(text::num(p.wall_hours, 2) + " h wall, " + text::num(p.gpu_hours, 1) + " GPU-hours, " +
                 text::money(p.cost_on_demand) + " on-demand / " + text::money(p.cost_spot) + " spot");
+  if (p.evaluations > 0)
+    out.push_back("evaluation: " + text::num(p.evaluations, 0) + " forward passes, " + text::num(p.eval_hours, 2) +
+                  " h of the " + text::num(p.train_hours, 2) + " h before failures (" +
+                  text::num(100 * p.eval_hours / p.train_hours, 1) + "%)");
   out.push_back("checkpoint every " + text::num(p.ckpt_interval_s / 60, 1) + " min (Daly; save " +
                 text::num(p.ckpt_save_s, 1) + " s): failures add " + text::num(100 * p.failure_overhead, 2) + "%");
   if (std::string topk = topk_reason(p); !topk.empty()) out.push_back(topk);

@@ -99,6 +99,24 @@ load helpers
   assert_usage_error "cannot open"
 }
 
+@test "plan: evaluations add their forward passes to the run's hours, not to its step" {
+  run sg plan --model 1B --tokens 20B --instance p4d.24xlarge --gpus 8 --json
+  assert_exit 0
+  local base=$output
+  run sg plan --model 1B --tokens 20B --instance p4d.24xlarge --gpus 8 --eval-every 100 --eval-tokens 50M --json
+  assert_exit 0
+  jq -e --argjson b "$base" '.evaluations > 0 and .eval_hours > 0 and .step_seconds == $b.step_seconds
+    and (.train_hours - $b.train_hours - .eval_hours | fabs) < 1e-3 and .gpu_hours > $b.gpu_hours' <<<"$output"
+  run sg plan --model 1B --tokens 20B --instance p4d.24xlarge --gpus 8 --eval-every 100 --eval-tokens 50M
+  assert_output --regexp "evaluation: [0-9]+ forward passes, [0-9.]+ h of the [0-9.]+ h before failures"
+  run sg plan --model 1B --tokens 20B --instance p4d.24xlarge --eval-every 100
+  assert_usage_error "--eval-every and --eval-tokens go together"
+  run sg plan --model 1B --tokens 20B --instance p4d.24xlarge --eval-every 0 --eval-tokens 1M
+  assert_usage_error "--eval-every"
+  run sg plan --model 1B --tokens 20B --instance p4d.24xlarge --eval-every 10 --eval-tokens -5
+  assert_usage_error "--eval-tokens"
+}
+
 @test "plan: ZeRO stages up to what scaleguard-run implements (3), fewer with --max-zero-stage" {
   # 13B on 4 H100s: ZeRO-1 does not fit, ZeRO-3 does, and the plan says why it beats pipelining.
   run sg plan --model 13B --tokens 10B --gpu-type H100 --gpus 4

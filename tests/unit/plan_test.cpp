@@ -377,6 +377,45 @@ TEST(Cost, GpuHoursTimesPriceWithFailureOverhead) {
   EXPECT_NEAR(p.ckpt_interval_s, daly_interval(save, 86400), 1e-9);
 }
 
+// Issue 29 item 2: periodic evaluation is a forward pass over its tokens on the training
+// layout (a third of the training FLOPs, never recomputed), added to the run's hours and
+// nothing else: the step, its MFU and the failure factor stay those of training.
+TEST(WholeRun, EvaluationIsAForwardPassOverItsTokens) {
+  const Workload train{tiny(), 8192.0 * 100, 8};  // 100 steps of 8192 tokens
+  Workload w = train;
+  w.eval_interval = 10;
+  w.eval_tokens = 8192 * 2;  // two steps' tokens every 10 steps
+  Layout l;
+  l.micro_batch = 8;
+  const Plan base = evaluate(train, toy(), l);
+  const Plan p = evaluate(w, toy(), l);
+  EXPECT_DOUBLE_EQ(base.evaluations, 0);
+  EXPECT_DOUBLE_EQ(base.eval_hours, 0);
+  EXPECT_DOUBLE_EQ(p.evaluations, 10);
+  const double forward = kFlopsPerToken / 3 * 8192 * 2 / 5e13;  // (2P + 4shL) x 16384 tokens / 5e13
+  EXPECT_NEAR(p.eval_hours, 10 * forward / 3600, 1e-15);
+  EXPECT_NEAR(p.train_hours, base.train_hours + p.eval_hours, 1e-12);
+  EXPECT_NEAR(p.wall_hours / p.train_hours, base.wall_hours / base.train_hours, 1e-12);
+  EXPECT_GT(p.gpu_hours, base.gpu_hours);
+  EXPECT_DOUBLE_EQ(p.step_seconds, base.step_seconds);
+  EXPECT_DOUBLE_EQ(p.mfu, base.mfu);
+  // Training recomputes, evaluation does not: the same forward seconds.
+  l.recompute = Recompute::full;
+  EXPECT_NEAR(evaluate(w, toy(), l).eval_hours, p.eval_hours, 1e-15);
+  // A pipeline evaluates with the same fill and drain and sends activations forward only.
+  ModelSpec m = tiny();
+  m.layers = 4;
+  Workload wp{m, 8192.0 * 100, 8};
+  wp.eval_interval = 10;
+  wp.eval_tokens = 8192;
+  Layout lp;
+  lp.pp = 4;
+  lp.micro_batch = 1;  // 8 micro-batches: 11 slots
+  const Plan pp = evaluate(wp, toy(), lp);
+  EXPECT_NEAR(pp.eval_hours, 10 * (pp.compute_seconds / 3 * 11 / 8 + pp.pp_comm_seconds / 2) / 3600, 1e-15);
+  EXPECT_GT(pp.pp_comm_seconds, 0);
+}
+
 TEST(Plan, DoesNotFitIsNeverChosen) {
   ModelSpec m = parse_model_spec("70B", test::real_catalog()).value();
   Plan p = evaluate(Workload{m, 1e9, 0}, toy(), Layout{});

@@ -50,6 +50,10 @@ struct Workload {
   ModelSpec model;
   double tokens = 0;             // training tokens
   int global_batch = 0;          // sequences per optimizer step; 0 = default_global_batch()
+  // Periodic evaluation (issue 29 item 2): a forward pass over eval_tokens every
+  // eval_interval optimizer steps, on the training layout. 0 = none.
+  double eval_interval = 0;      // steps
+  double eval_tokens = 0;        // tokens per evaluation
 };
 // Default batch: 0.5M tokens * (P/1e8)^(1/3), within [0.5M, 4M] tokens, in whole sequences.
 int default_global_batch(const ModelSpec&);
@@ -102,7 +106,9 @@ struct Plan {
   double mfu = 0;
   double comm_ratio = 0;           // exposed communication / compute
   double bubble_fraction = 0;
-  double train_hours = 0;          // without failures
+  double train_hours = 0;          // without failures, evaluations included
+  double evaluations = 0;          // evaluations over the run (Workload::eval_interval)
+  double eval_hours = 0;           // of train_hours: the forward passes they take
   double ckpt_interval_s = 0;      // Daly's optimum for the chosen capacity
   double ckpt_save_s = 0;
   double job_mtbf_hours = 0;       // mean time between failures of the whole job (chosen capacity)

@@ -414,6 +414,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     goals.deadline_hours = job.deadline_hours;
     goals.max_zero_stage = policy.max_zero_stage;
     goals.explain = false;  // reasons are written once, for the plan that is kept
+    goals.compare_rungs = false;
 
     Workload w{model.value(), job.tokens, 0};
     const Pins free_pins;  // the one-GPU comparison ignores the pinned strategy
@@ -430,7 +431,11 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     }
     if (single) scale_work(single.value(), w.tokens / 1e9);
     const bool single_fits = static_cast<bool>(single);
-    auto asked = w.tokens > 0 ? best_plan_at(w, hw, gpus, pins, goals) : single;
+    // The asked plan is usually the one kept: it is explained as it is searched, so the
+    // explanation below needs no second search of the same GPUs.
+    Goals explained = goals;
+    explained.explain = true;
+    auto asked = w.tokens > 0 ? best_plan_at(w, hw, gpus, pins, explained) : single;
     if (!asked && w.tokens <= 0) asked = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
     const bool deadline_needs_more =
         job.deadline_hours > 0 && (!single_fits || single.value().wall_hours > job.deadline_hours);
@@ -642,10 +647,8 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
         j.ask(std::nullopt, need);
       }
       granted = check_caps(chosen.gpu_hours);
-      {
-        Goals explain = goals;
-        explain.explain = true;
-        auto ex = best_plan_at(w, hw, chosen.gpus, chosen.gpus == 1 ? free_pins : pins, explain);
+      if (chosen.reasons.empty()) {  // not the asked plan as searched: explain it now
+        auto ex = best_plan_at(w, hw, chosen.gpus, chosen.gpus == 1 ? free_pins : pins, explained);
         chosen.reasons = ex && same_layout(ex.value().layout, chosen.layout) ? ex.value().reasons : describe_plan(chosen);
       }
       add_plan_env(d, chosen, job, hw.assume);

@@ -1,6 +1,8 @@
 // The strategy search: the ladder single -> ddp -> zero -> pipeline -> tensor -> hybrid at a
 // given GPU count, and the choice of the GPU count itself.
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cmath>
 #include <optional>
 
@@ -70,6 +72,10 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
       // Never propose a stage the runner cannot execute (policy max_zero_stage).
       zhi = std::min(zhi, goals.max_zero_stage);
       const int local = (B + dp - 1) / dp;
+      // ZeRO-2 times exactly like ZeRO-1 (same reduce-scatter and all-gather) and only needs
+      // less memory, so it is evaluated only where ZeRO-1 did not fit: bit i of
+      // zero1_fits[recompute] is micro-batch first * 2^i.
+      std::array<std::uint64_t, 3> zero1_fits{};
       for (int zero = zlo; zero <= zhi; ++zero) {
         if (pins.zero && *pins.zero != zero) continue;
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -84,7 +90,10 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
           // the local batch) is the only one tried.
           const int first = pins.micro_batch.value_or(1);
           const int last = pins.micro_batch ? first : local;
-          for (int b = first; b <= last; b *= 2) {
+          int bit = 0;
+          for (int b = first; b <= last; b *= 2, ++bit) {
+            const std::uint64_t mask = bit < 64 ? std::uint64_t{1} << bit : 0;
+            if (zero == 2 && (zero1_fits[int(rc)] & mask)) continue;
             Layout l{tp, pp, dp, zero, b, rc, pins.interleave.value_or(1)};
             if (!valid_interleave(m, l, B)) continue;
             r.any = true;
@@ -93,6 +102,7 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
             if (r.least_memory == 0 || need < r.least_memory) r.least_memory = need;
             if (need > hw.gpu.memory_gib * kGiB) break;  // larger micro-batches only grow
             Plan p = evaluate(w, hw, l);
+            if (zero == 1 && p.fits) zero1_fits[int(rc)] |= mask;
             if (p.fits && (!r.fits || better(p, r.best))) r.best = p, r.fits = true;
             // Fits in memory, but the job fails faster than it checkpoints and restarts.
             if (!p.fits && std::isinf(p.failure_overhead) && !r.no_progress) r.no_progress = p;
@@ -138,6 +148,7 @@ std::string why_zero3(const Plan& p, const Workload& w, const Hardware& hw, cons
       p.layout.dp, gib(p.memory.states()).c_str(), gib(p.memory.gathered).c_str(),
       text::num(p.dp_exposed_seconds, 3).c_str(), text::num(p.dp_comm_seconds, 3).c_str(),
       text::num(p.step_seconds, 3).c_str());
+  if (!goals.compare_rungs) return out + " (scaleguard plan compares it with the pipeline and tensor rungs)";
   for (Strategy rung : {Strategy::pipeline, Strategy::tensor}) {
     const RungResult r = search_rung(rung, w, hw, p.gpus, other, goals);
     if (!r.any) continue;

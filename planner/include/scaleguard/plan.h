@@ -168,6 +168,9 @@ struct Goals {
   int max_gpus = 65536;
   int max_zero_stage = 3;        // highest ZeRO stage the runner executing the plan implements
   bool explain = true;           // false: no reasons[] (decide() explains only the plan it keeps)
+  // The why-ZeRO-3 reason searches the pipeline and tensor rungs to compare; decide() runs
+  // inside slurmctld and leaves that to `scaleguard plan` (the two searches were ~60% of it).
+  bool compare_rungs = true;
 };
 
 // The best plan on exactly `gpus` GPUs: climbs the ladder and takes the first rung with a

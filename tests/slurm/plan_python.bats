@@ -27,6 +27,8 @@ planned_job() {
   run as_user "$work" timeout "$SBATCH_WAIT_S" sbatch --wait -N2 --ntasks-per-node=1 --gpus-per-node=1 \
     --time=3:00:00 --train-model=350M --train-strategy="$strategy" --train-single-gpu-hours=200 \
     -o "$work/out" --wrap "$*"
+  # On failure bats shows what was printed: the job's own output says why it failed.
+  [ "$status" -eq 0 ] || { echo "job output:"; cat "$work/out"; }
   assert_success
   run cat "$work/out"
 }

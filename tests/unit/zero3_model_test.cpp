@@ -233,4 +233,15 @@ TEST(ZeroThreeReasons, PlanComparesWithPipelineAndTensor) {
   EXPECT_NE(why.find("1.5x the DDP traffic"), std::string::npos) << why;
   EXPECT_NE(why.find("vs pipeline"), std::string::npos) << why;
   EXPECT_NE(why.find("vs tensor"), std::string::npos) << why;
+  // decide() (inside slurmctld) skips the two extra rung searches: same plan, the reason
+  // says where the comparison is.
+  g.compare_rungs = false;
+  auto q = best_plan_at(Workload{spec("layers=40,hidden=5120,heads=40"), 20e9, 0}, real("p5.48xlarge"), 4, Pins{}, g);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q.value().step_seconds, p.value().step_seconds);
+  std::string short_why;
+  for (const auto& r : q.value().reasons)
+    if (r.rfind("why ZeRO-3:", 0) == 0) short_why = r;
+  EXPECT_EQ(short_why.find("vs pipeline"), std::string::npos) << short_why;
+  EXPECT_NE(short_why.find("scaleguard plan compares"), std::string::npos) << short_why;
 }

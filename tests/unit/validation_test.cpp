@@ -180,6 +180,14 @@ TEST(Validation, RunsCoverEveryCalibratedGpuTypeWithFitAndHeldOutRuns) {
   }
 }
 
+// The table's layout column: "tp x pp x dp, ZeRO, micro-batch, recompute".
+static std::string layout_cell(const sg::Layout& l) {
+  char cell[96];
+  std::snprintf(cell, sizeof cell, "%dx%dx%d, z%d, %d, %s", l.tp, l.pp, l.dp, l.zero, l.micro_batch,
+                sg::to_string(l.recompute));
+  return cell;
+}
+
 // Prints the table of docs/validation.md (run, layout, memory, reported, predicted, error).
 TEST(Validation, PredictsEveryRun) {
   std::printf("| run | GPU | GPUs | layout tp x pp x dp, ZeRO, micro-batch, recompute | fits (GiB/GPU) "
@@ -189,10 +197,9 @@ TEST(Validation, PredictsEveryRun) {
     const Prediction p = predict(r);
     EXPECT_TRUE(p.ok) << r.id << ": " << p.error;
     if (!p.ok) continue;
-    const auto& l = p.plan.layout;
-    std::printf("| %s | %s | %d | %dx%dx%d, z%d, %d, %s | %s (%.0f) | %s | %s | %.1f | %.1f | %+.0f%% | %.0f%% |\n",
-                r.id.c_str(), r.gpu_type.c_str(), r.gpus, l.tp, l.pp, l.dp, l.zero, l.micro_batch,
-                sg::to_string(l.recompute), p.plan.fits ? "yes" : "no", p.plan.memory.total() / (1 << 30),
+    std::printf("| %s | %s | %d | %s | %s (%.0f) | %s | %s | %.1f | %.1f | %+.0f%% | %.0f%% |\n",
+                r.id.c_str(), r.gpu_type.c_str(), r.gpus, layout_cell(p.plan.layout).c_str(),
+                p.plan.fits ? "yes" : "no", p.plan.memory.total() / (1 << 30),
                 r.kind.c_str(), r.set.c_str(), r.reported, p.tok_s_gpu, 100 * (p.tok_s_gpu / r.reported - 1),
                 100 * p.plan.mfu);
   }
@@ -224,11 +231,7 @@ TEST(Validation, DocResultsTableIsTheCurrentOutput) {
     }
     const Prediction p = predict(r);
     if (!p.ok) continue;  // PredictsEveryRun reports it
-    const auto& l = p.plan.layout;
-    char layout[96];
-    std::snprintf(layout, sizeof layout, "%dx%dx%d, z%d, %d, %s", l.tp, l.pp, l.dp, l.zero, l.micro_batch,
-                  sg::to_string(l.recompute));
-    EXPECT_EQ(row->second[4], layout) << r.id << regenerate;
+    EXPECT_EQ(row->second[4], layout_cell(p.plan.layout)) << r.id << regenerate;
     const double doc_predicted = std::stod(row->second[9]);
     EXPECT_NEAR(doc_predicted / p.tok_s_gpu, 1.0, 0.005)
         << r.id << ": doc " << doc_predicted << ", planner " << p.tok_s_gpu << regenerate;

@@ -142,9 +142,10 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
                                    "e.g. --eval-every 1000 --eval-tokens 20M: 20M tokens every 1000 steps"}),
            std::nullopt;
   if (vm.count("eval-every")) {
-    auto every = int_option(vm, "eval-every", 1, 1 << 30);
+    auto every = int_option(vm, "eval-every", 1, kMaxEvalEvery);
     if (!every) return std::nullopt;
     auto t = parse_count(text_opt("eval-tokens"));
+    if (t && !(t.value() > 0)) t = Error{"must be positive", "", 0, "", "e.g. 20M"};
     if (!t) return print_error(verb, Error{t.error().message, "", 0, "--eval-tokens", t.error().hint}), std::nullopt;
     s.workload.eval_interval = *every;
     s.workload.eval_tokens = t.value();

@@ -60,6 +60,8 @@ int run(int argc, char** argv) {
       ("train-ckpt-dir", po::value<std::string>(), "checkpoint directory")
       ("train-ckpt-interval", po::value<std::string>(), "auto or minutes")
       ("train-probe", "a --train-probe job: judged on the probe budget")
+      ("train-eval-every", po::value<std::string>(), "steps between evaluations (with --train-eval-tokens)")
+      ("train-eval-tokens", po::value<std::string>(), "tokens per evaluation: 20M, 1e8")
       ("store", po::value<std::string>(), "probe store to read measurements from (default: the policy's probe_store)")
       ("no-probes", "ignore probe measurements (judge on the model alone)")
       ("json", "machine-readable output");
@@ -133,6 +135,17 @@ int run(int argc, char** argv) {
     auto h = parse_hours(text_opt("train-deadline"));
     if (!h) return fail("train-deadline", h.error());
     job.deadline_hours = h.value();
+  }
+  if (vm.count("train-eval-every")) {
+    auto v = int_option(vm, "train-eval-every", 1, kMaxEvalEvery);
+    if (!v) return 2;
+    job.eval_interval = *v;
+  }
+  if (vm.count("train-eval-tokens")) {
+    auto t = parse_count(text_opt("train-eval-tokens"));
+    if (t && !(t.value() > 0)) t = Error{"must be positive", "", 0, "", "e.g. 20M"};
+    if (!t) return fail("train-eval-tokens", t.error());
+    job.eval_tokens = t.value();
   }
   job.ckpt_dir = text_opt("train-ckpt-dir");
   job.probe = vm.count("train-probe") > 0;

@@ -34,12 +34,14 @@ constexpr const char* kTres[] = {
     "gres/gpu:tesla_v100:1,gres/shard:2", "gres:gpu:a100", "gpu", "gres/gpu:-1", "license/foo:1,gres/gpu:2"};
 constexpr const char* kPartitions[] = {"gpu-od", "gpu-spot", "gpu-h100", "gpu-od,gpu-spot", "debug", ""};
 constexpr const char* kOptions[] = {"train_model", "train_tokens", "train_single_gpu_hours", "train_strategy",
-                                    "train_deadline", "train_ckpt_dir", "train_ckpt_interval", "train_probe", "train-model",
+                                    "train_deadline", "train_ckpt_dir", "train_ckpt_interval", "train_probe", "train_eval_every",
+                                    "train_eval_tokens", "train-model",
                                     "train_unknown", "train_model_x", ""};
 constexpr const char* kValues[] = {"350M", "7B", "llama2-7b", "layers=48,hidden=8192,heads=64", "40B", "1.5T",
                                    "1e9", "11", "11h", "90m", "2d", "1-12:00:00", "auto", "ddp", "zero",
                                    "hybrid", "/scratch/run1", "/fsx/../etc", "/tmp/a b", "30", "auto", "0",
-                                   "525601", "-5", "", "nan", "inf", "1e400", "(null)", "1", "yes"};
+                                   "525601", "-5", "", "nan", "inf", "1e400", "(null)", "1", "yes", "1000",
+                                   "20M", "1073741825", "0.5"};
 constexpr const char* kOther[] = {"_SLURM_SPANK_OPTION_other_opt=1", "PATH=/usr/bin", "SLURM_GPUS=8",
                                   "SCALEGUARD_STRATEGY=ddp", "SCALEGUARD_PLAN=mine", "=", ""};
 

@@ -381,13 +381,18 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
   } else {
     // Judged on the intent: plan the training, compare with one GPU.
     if (job.model.empty())
-      return judged(reject_input("--train-model", Error{"tokens or hours given without a model", "", 0, "",
+      return judged(reject_input("--train-model", Error{"tokens, hours or evaluation given without a model", "", 0, "",
                                                  "add --train-model (e.g. 350M or llama2-7b)"}));
     auto model = parse_model_spec(job.model, policy.catalog);
     if (!model) return judged(reject_input("--train-model", model.error()));
     if (!(job.tokens >= 0 && job.tokens <= 1e18) || !(job.single_gpu_hours >= 0 && job.single_gpu_hours <= 87840) ||
         !(job.deadline_hours >= 0 && job.deadline_hours <= 87840))
       return judged(reject_input("--train-* options", Error{"tokens, hours or deadline out of range", "", 0, "", ""}));
+    if ((job.eval_interval > 0) != (job.eval_tokens > 0))
+      return judged(reject_input("--train-eval-every", Error{"--train-eval-every and --train-eval-tokens go together", "", 0, "",
+                                                      "e.g. --train-eval-every=1000 --train-eval-tokens=20M: 20M tokens every 1000 steps"}));
+    if (!(job.eval_interval >= 0 && job.eval_interval <= kMaxEvalEvery) || !(job.eval_tokens >= 0 && job.eval_tokens <= 1e18))
+      return judged(reject_input("--train-eval-every", Error{"evaluation interval or tokens out of range", "", 0, "", ""}));
     Pins pins;
     if (!job.strategy.empty() && job.strategy != "auto") {
       auto s = parse_strategy(job.strategy);
@@ -417,8 +422,12 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     goals.compare_rungs = false;
 
     Workload w{model.value(), job.tokens, 0};
+    w.eval_interval = job.eval_interval;
+    w.eval_tokens = job.eval_tokens;
+    Workload per_1e9 = w;  // the same run over 1e9 tokens, scaled below
+    per_1e9.tokens = 1e9;
     const Pins free_pins;  // the one-GPU comparison ignores the pinned strategy
-    auto single = best_plan_at(Workload{w.model, 1e9, 0}, hw, 1, free_pins, goals);
+    auto single = best_plan_at(per_1e9, hw, 1, free_pins, goals);
     if (w.tokens <= 0 && job.single_gpu_hours > 0) {
       // Hours the user measured on one GPU: scale tokens so the one-GPU plan matches them.
       w.tokens = single ? 1e9 * job.single_gpu_hours / single.value().train_hours
@@ -426,7 +435,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     }
     if (w.tokens <= 0) {
       // Only a model: the job trains for its time limit on what it asked for.
-      auto probe = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
+      auto probe = best_plan_at(per_1e9, hw, gpus, pins, goals);
       w.tokens = probe ? 1e9 * hours / probe.value().train_hours : 0;
     }
     if (single) scale_work(single.value(), w.tokens / 1e9);
@@ -436,7 +445,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     Goals explained = goals;
     explained.explain = true;
     auto asked = w.tokens > 0 ? best_plan_at(w, hw, gpus, pins, explained) : single;
-    if (!asked && w.tokens <= 0) asked = best_plan_at(Workload{w.model, 1e9, 0}, hw, gpus, pins, goals);
+    if (!asked && w.tokens <= 0) asked = best_plan_at(per_1e9, hw, gpus, pins, goals);
     const bool deadline_needs_more =
         job.deadline_hours > 0 && (!single_fits || single.value().wall_hours > job.deadline_hours);
 
@@ -677,7 +686,13 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
       case Action::reject: verdict = "refused"; break;
     }
     d.message = "scaleguard: " + head + ": " + verdict + ".";
-    if (have_plan) d.message += " Plan: " + plan_line(chosen) + ".";
+    if (have_plan) {
+      d.message += " Plan: " + plan_line(chosen);
+      if (chosen.evaluations > 0)  // --train-eval-every: part of those hours, not extra
+        d.message += text::format(" (%.0f evaluations of %.3g tokens: %s h of it)", chosen.evaluations,
+                                  w.eval_tokens, text::num(chosen.eval_hours, 2).c_str());
+      d.message += ".";
+    }
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
     if (have_plan || j.suggestion) {
       std::string ids;

@@ -84,6 +84,10 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
     snprintf(buf, sizeof buf, "%.6g", j.single_gpu_hours), add("sgh", buf);
     snprintf(buf, sizeof buf, "%.6g", j.deadline_hours), add("dl", buf);
     add("st", j.strategy.substr(0, 16));
+    if (j.eval_interval > 0 || j.eval_tokens > 0) {
+      snprintf(buf, sizeof buf, "%.10g", j.eval_interval), add("ev", buf);
+      snprintf(buf, sizeof buf, "%.6g", j.eval_tokens), add("evt", buf);
+    }
     if (j.probe) add("pr", "1");  // a probe job stays judged on the probe budget
   }
   return r + "]";
@@ -168,6 +172,8 @@ std::optional<scaleguard::JobRequest> decode_at(const std::string& text, size_t 
     else if (k == "sgh") ok = to_double(v, &j.single_gpu_hours);
     else if (k == "dl") ok = to_double(v, &j.deadline_hours);
     else if (k == "st") j.strategy = v;
+    else if (k == "ev") ok = to_double(v, &j.eval_interval);
+    else if (k == "evt") ok = to_double(v, &j.eval_tokens);
     else if (k == "pr") ok = to_int(v, &n), j.probe = n != 0;
     else if (k == "ng") ok = to_int(v, &n), ng = n != 0;
     if (!ok) return std::nullopt;

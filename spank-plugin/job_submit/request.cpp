@@ -95,6 +95,8 @@ constexpr Option kOptions[] = {
     {"train_ckpt_dir", "--train-ckpt-dir", "an absolute path of letters, digits and / . _ - + @, without '..', inside the policy's checkpoint roots"},
     {"train_ckpt_interval", "--train-ckpt-interval", "auto or whole minutes (1 to 525600)"},
     {"train_probe", "--train-probe", "a flag (SCALEGUARD_TRAIN_PROBE=1, yes or on)"},
+    {"train_eval_every", "--train-eval-every", "whole steps (1 to 1073741824), with --train-eval-tokens"},
+    {"train_eval_tokens", "--train-eval-tokens", "a count like 20M or 1e8, with --train-eval-every"},
 };
 
 const Option* find_option(std::string name) {
@@ -149,6 +151,17 @@ bool apply_option(const Option& o, const std::string& v, const scaleguard::Polic
     auto n = scaleguard::parse_count(v);
     if (!n) return fail(error, o, v, n.error().str());
     job->tokens = *n;
+  } else if (name == "train_eval_tokens") {
+    auto n = scaleguard::parse_count(v);
+    if (!n) return fail(error, o, v, n.error().str());
+    if (!(*n > 0)) return fail(error, o, v, "must be positive");
+    job->eval_tokens = *n;
+  } else if (name == "train_eval_every") {
+    if (v.empty() || v.size() > 10 || v.find_first_not_of("0123456789") != std::string::npos)
+      return fail(error, o, v, "not a whole number of steps");
+    const long long steps = std::stoll(v);
+    if (steps < 1 || steps > scaleguard::kMaxEvalEvery) return fail(error, o, v, "out of range");
+    job->eval_interval = static_cast<double>(steps);
   } else if (name == "train_single_gpu_hours" || name == "train_deadline") {
     auto h = scaleguard::parse_hours(v);
     if (!h) return fail(error, o, v, h.error().str());

@@ -38,6 +38,13 @@ const std::vector<Option> kOptions = {
     {"train-probe", "SCALEGUARD_TRAIN_PROBE", "",
      "[scaleguard] a short probe job: run `scaleguard probe` to measure how --train-model scales (judged on the probe budget)",
      "a flag without a value (SCALEGUARD_TRAIN_PROBE=1, yes or on)", 0},
+    // Appended: an option's index is its val, which slurmstepd gets back (old ones keep theirs).
+    {"train-eval-every", "SCALEGUARD_TRAIN_EVAL_EVERY", "STEPS",
+     "[scaleguard] steps between evaluations, counted in the job's hours (with --train-eval-tokens)",
+     "a whole number of steps from 1 to 1073741824"},
+    {"train-eval-tokens", "SCALEGUARD_TRAIN_EVAL_TOKENS", "COUNT",
+     "[scaleguard] tokens each evaluation reads (20M, 1e8; with --train-eval-every)",
+     "a positive count with an optional K/M/B/T suffix, like 20M or 1e8"},
 };
 
 std::map<std::string, std::string> values;  // option name -> last value given
@@ -59,13 +66,21 @@ bool check_minutes(const std::string& value, std::string& why) {
   return true;
 }
 
+bool check_steps(const std::string& value, std::string& why) {
+  if (value.empty() || value.size() > 10 || !std::all_of(value.begin(), value.end(), ::isdigit))
+    return why = "not a whole number of steps", false;
+  const long long steps = std::stoll(value);
+  if (steps < 1 || steps > kMaxEvalEvery) return why = "out of range", false;
+  return true;
+}
+
 // Per-option check with the planner's parsers; `why` is the reason on failure.
 bool check(const std::string& name, const std::string& value, std::string& why) {
   auto from = [&](const auto& result) {
     if (!result.ok()) why = result.error().message;
     return result.ok();
   };
-  if (name == "train-tokens") {
+  if (name == "train-tokens" || name == "train-eval-tokens") {
     const auto n = parse_count(value);
     if (n.ok() && !(*n > 0)) return why = "must be positive", false;
     return from(n);
@@ -73,6 +88,7 @@ bool check(const std::string& name, const std::string& value, std::string& why) 
   if (name == "train-single-gpu-hours" || name == "train-deadline") return from(parse_hours(value));
   if (name == "train-strategy") return from(parse_strategy(value));
   if (name == "train-ckpt-interval") return check_minutes(value, why);
+  if (name == "train-eval-every") return check_steps(value, why);
   if (name == "train-probe") {
     if (value == "1" || value == "yes" || value == "on") return true;
     return why = "not 1, yes or on", false;

@@ -63,6 +63,10 @@ decide_example() { sg decide --policy configs/policy.ini $(cat "configs/examples
   assert_usage_error "--train-strategy"
   run sg decide --gpus 8 --train-model 350M --train-ckpt-interval 0
   assert_usage_error "--train-ckpt-interval"
+  run sg decide --gpus 8 --train-model 350M --train-eval-every 0 --train-eval-tokens 20M
+  assert_usage_error "--train-eval-every"
+  run sg decide --gpus 8 --train-model 350M --train-eval-every 100 --train-eval-tokens 0
+  assert_usage_error "--train-eval-tokens"
   run sg decide --gpus 100000000
   assert_usage_error "out of range"
   for bad in "" "-1" "1e400" "nan" "inf" "$(head -c 3000 /dev/zero | tr '\0' 9)" $'8\n9'; do
@@ -84,4 +88,17 @@ decide_example() { sg decide --policy configs/policy.ini $(cat "configs/examples
   printf 'catalog = %s\n[rules]\nno_such_rule = 3\n' "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" > "$BATS_TEST_TMPDIR/p.ini"
   run sg decide --policy "$BATS_TEST_TMPDIR/p.ini" --gpus 1
   assert_runtime_error "p.ini:3"
+}
+
+@test "decide: --train-eval-every/--train-eval-tokens put the evaluations in the job's hours" {
+  args=(--policy configs/policy.ini --gpus 1 --time 12:00:00 --train-model 350M --train-tokens 1.2B)
+  run sg decide "${args[@]}"
+  assert_exit 0
+  run sg decide "${args[@]}" --train-eval-every 100 --train-eval-tokens 20M
+  assert_exit 0  # a warning: the time limit no longer covers the plan
+  assert_output --regexp '\([0-9]+ evaluations of 2e\+07 tokens: [0-9.]+ h of it\)'
+  assert_output --partial "[time_limit_fits]"
+  run sg decide "${args[@]}" --train-eval-every 100
+  assert_exit 4
+  assert_output --partial "--train-eval-every and --train-eval-tokens go together"
 }

@@ -60,6 +60,28 @@ intent=(--train-model=350M --train-tokens=1.2B)
   assert_output 'strategy=single gpus=1 nodes=1'
 }
 
+@test "--train-eval-every/--train-eval-tokens: the evaluations count in the plan, and the record keeps them" {
+  require_spank
+  # The 12 h that cover the training alone do not cover it with an evaluation every 100 steps.
+  run sbatch --parsable -J sg-js -H --gpus=1 --time=12:00:00 "${intent[@]}" --wrap true
+  assert_success
+  assert_output --regexp 'scaleguard: accept'
+  scancel "$(parsed_job_id)"
+  run sbatch --parsable -J sg-js -H --gpus=1 --time=12:00:00 "${intent[@]}" \
+    --train-eval-every=100 --train-eval-tokens=20M --wrap true
+  assert_success
+  assert_output --partial 'scaleguard: warn [time_limit_fits]'
+  job_id=$(parsed_job_id)
+  # The record an update is judged against carries the cadence ('+' is stored as %2B).
+  run job_comment "$job_id"
+  assert_output --regexp '^scaleguard: warn \[time_limit_fits\]: single gpus=1 '
+  assert_output --partial ';ev=100;evt=2e%2B07'
+  scancel "$job_id"
+  run sbatch -J sg-js -H --gpus=1 "${intent[@]}" --train-eval-every=100 --wrap true
+  assert_failure
+  assert_output --partial '--train-eval-every and --train-eval-tokens go together'
+}
+
 @test "a large model gets a multi-node plan in the comment, the batch script and every task" {
   require_spank
   # 7 GPUs per node: one GPU of node 1 runs the warning-signal job meanwhile.

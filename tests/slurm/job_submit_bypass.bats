@@ -127,7 +127,7 @@ submit_cases() {
   local values=("$(head -c 1048576 /dev/zero | tr '\0' 7)" '' $'7B\nSCALEGUARD_STRATEGY=hybrid'
                 '7B=1;rm -rf /')
   for option in train_model train_tokens train_single_gpu_hours train_strategy train_deadline \
-                train_ckpt_dir train_ckpt_interval; do
+                train_ckpt_dir train_ckpt_interval train_eval_every train_eval_tokens; do
     for value in "${values[@]}"; do
       printf '%s' "$value" > "$dir/$i"; cases+=("$option $dir/$i"); i=$((i + 1))
     done
@@ -149,7 +149,7 @@ submit_cases() {
     assert_output --regexp "scaleguard: --${option//_/-}=.*\(accepted: "
     refute_output --partial $'\x1b'
   done
-  assert_equal "${#cases[@]}" 34
+  assert_equal "${#cases[@]}" 42
   assert_slurmctld_alive
   run bash -c "tail -n +$LOG_FROM '$SCALEGUARD_DEV_DIR/log/slurmctld.log' | grep -cE 'fatal|Segmentation|double free|malloc\(\)'"
   assert_output 0

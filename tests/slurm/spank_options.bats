@@ -12,7 +12,7 @@ setup() {
 teardown() { rm -rf "$work"; }
 
 options=(train-model train-tokens train-single-gpu-hours train-strategy train-deadline
-         train-ckpt-dir train-ckpt-interval)
+         train-ckpt-dir train-ckpt-interval train-eval-every train-eval-tokens)
 
 # Job id of a held probe job (cancelled at once): consecutive probes differ by one exactly
 # when nothing else was submitted in between.
@@ -57,7 +57,7 @@ probe_id() {
   declare -A malformed=(
     [train-model]="350Q" [train-tokens]="lots" [train-single-gpu-hours]="-5"
     [train-strategy]="fastest" [train-deadline]="soon" [train-ckpt-dir]="relative/dir"
-    [train-ckpt-interval]="0"
+    [train-ckpt-interval]="0" [train-eval-every]="1.5" [train-eval-tokens]="0"
   )
   local before nl=$'\n'
   before=$(probe_id)

@@ -295,6 +295,42 @@ TEST(Rules, TimeLimitMustCoverThePlan) {
   EXPECT_NEAR(r.rewrite.time_limit_min.value_or(0), 11.04 * 66, 10);
 }
 
+// --train-eval-every/--train-eval-tokens: the evaluations' forward passes are part of the
+// job's hours, so the time limit that covered the training alone no longer does.
+TEST(Rules, EvaluationCountsInTheJobsHours) {
+  JobRequest j = job(1, "350M");
+  j.tokens = 1.2e9;
+  j.time_limit_min = 12 * 60;
+  const Decision plain = decide(j, shipped());
+  EXPECT_EQ(plain.action, Action::accept) << plain.message;
+  j.eval_interval = 100;
+  j.eval_tokens = 20e6;
+  const Decision evaluated = decide(j, shipped());
+  EXPECT_EQ(evaluated.action, Action::warn) << evaluated.message;
+  EXPECT_TRUE(fired(evaluated, "time_limit_fits"));
+  const auto p0 = plan_of(plain), p1 = plan_of(evaluated);
+  EXPECT_EQ(p0["evaluations"].get<double>(), 0);
+  EXPECT_EQ(p1["evaluations"].get<double>(), std::floor(p1["steps"].get<double>() / 100));
+  EXPECT_GT(p1["eval_hours"].get<double>(), 0.5);
+  EXPECT_NEAR(p1["gpu_hours"].get<double>() - p0["gpu_hours"].get<double>(), p1["eval_hours"].get<double>(), 0.01);
+  EXPECT_NE(evaluated.message.find(" evaluations of 2e+07 tokens: "), std::string::npos) << evaluated.message;
+
+  JobRequest half = j;  // one without the other is a mistake, not "no evaluation"
+  half.eval_tokens = 0;
+  Decision d = decide(half, shipped());
+  EXPECT_EQ(d.action, Action::reject);
+  EXPECT_NE(d.message.find("--train-eval-every and --train-eval-tokens go together"), std::string::npos) << d.message;
+  half = j;
+  half.eval_interval = double(kMaxEvalEvery) * 2;
+  EXPECT_EQ(decide(half, shipped()).action, Action::reject);
+  JobRequest no_model = job(1);
+  no_model.eval_interval = 100;
+  no_model.eval_tokens = 20e6;
+  d = decide(no_model, shipped());
+  EXPECT_EQ(d.action, Action::reject);
+  EXPECT_NE(d.message.find("evaluation given without a model"), std::string::npos) << d.message;
+}
+
 TEST(Rules, OffMeansOff) {
   auto pol = load(policy_text("distributed_min_gpu_hours = off\nsingle_gpu_max_hours = off\n"));
   Decision d = decide(job(8, "350M", 11), *pol);

@@ -19,6 +19,9 @@ struct Catalog;  // hardware + prices + model presets (catalog.h)
 struct Policy;   // thresholds, actions, partitions; owns its Catalog (policy.h)
 struct Plan;     // the chosen layout and its predicted numbers (plan.h)
 
+// --train-eval-every's largest value (steps), as `scaleguard plan --eval-every` takes it.
+inline constexpr int kMaxEvalEvery = 1 << 30;
+
 // A job as Slurm sees it, plus the user's training intent. 0 / empty = not given.
 struct JobRequest {
   int gpus_total = 0;        // --gpus            (tres_per_job)
@@ -62,7 +65,13 @@ struct JobRequest {
   // for (slurmctld's _alt_part_test, while a partition is drained). Judged with the list; one
   // that refuses refuses the job (no rewrite can keep Slurm out of it); never written back.
   std::vector<std::string> alternate_partitions;
-  bool has_intent() const { return !model.empty() || tokens > 0 || single_gpu_hours > 0; }
+  // --train-eval-every / --train-eval-tokens: a forward pass over eval_tokens every
+  // eval_interval steps, counted in the job's hours (Workload::eval_interval). 0 = none.
+  double eval_interval = 0;
+  double eval_tokens = 0;
+  bool has_intent() const {
+    return !model.empty() || tokens > 0 || single_gpu_hours > 0 || eval_interval > 0 || eval_tokens > 0;
+  }
 };
 
 enum class Action { accept, warn, rewrite, reject };

@@ -58,6 +58,7 @@ inline void print_request(const scaleguard::JobRequest& j) {
                j.nodes_listed, j.ntasks_per_node, j.sockets_per_node, j.exclusive, j.array_tasks, j.het_component,
                j.het_prior_gpu_hours);
 #endif
+  std::fprintf(stderr, "  eval_interval=%g eval_tokens=%g\n", j.eval_interval, j.eval_tokens);
 }
 
 inline bool has_control(const std::string& s) {

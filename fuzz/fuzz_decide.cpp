@@ -90,6 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   job.het_component = in.ConsumeBool() ? in.ConsumeIntegral<int>() : -1;
   job.het_prior_gpu_hours = draw_double(in, 1e12);
 #endif
+  job.eval_interval = in.ConsumeBool() ? 0 : draw_double(in, 2.0 * scaleguard::kMaxEvalEvery);
+  job.eval_tokens = in.ConsumeBool() ? 0 : draw_double(in, 1e18);
 
   if (sg_fuzz::verbose()) sg_fuzz::print_request(job);
   const scaleguard::Decision d = scaleguard::decide(job, policy);

@@ -391,7 +391,8 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     if ((job.eval_interval > 0) != (job.eval_tokens > 0))
       return judged(reject_input("--train-eval-every", Error{"--train-eval-every and --train-eval-tokens go together", "", 0, "",
                                                       "e.g. --train-eval-every=1000 --train-eval-tokens=20M: 20M tokens every 1000 steps"}));
-    if (!(job.eval_interval >= 0 && job.eval_interval <= kMaxEvalEvery) || !(job.eval_tokens >= 0 && job.eval_tokens <= 1e18))
+    if (!(job.eval_interval == 0 || (job.eval_interval >= 1 && job.eval_interval <= kMaxEvalEvery)) ||
+        !(job.eval_tokens >= 0 && job.eval_tokens <= 1e18))
       return judged(reject_input("--train-eval-every", Error{"evaluation interval or tokens out of range", "", 0, "", ""}));
     Pins pins;
     if (!job.strategy.empty() && job.strategy != "auto") {

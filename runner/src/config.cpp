@@ -70,6 +70,15 @@ po::options_description train_options(Config& c) {
      "vocabulary the tokens were made with; must equal vocab-size (0 = not stated; required for u16/u32)")
     ("synthetic", po::value(&c.synthetic)->default_value(c.synthetic),
      "train on this many random tokens (from --seed) instead of --data");
+  po::options_description eval("Evaluation (held-out loss; planned by `scaleguard plan --eval-every --eval-tokens`)");
+  eval.add_options()
+    ("eval-data", po::value(&c.eval_data)->default_value(c.eval_data),
+     "held-out data, of the same kind as --data: its first windows are the evaluation set")
+    ("eval-every", po::value(&c.eval_every)->default_value(c.eval_every),
+     "evaluate after every N-th optimizer step (0 = never)")
+    ("eval-tokens", po::value(&c.eval_tokens)->default_value(c.eval_tokens),
+     "tokens each evaluation reads (20M, 1e8): rounded up to whole seq-len windows and whole micro-batches "
+     "on every data-parallel rank");
   po::options_description optim("Optimisation");
   optim.add_options()
     ("steps", po::value(&c.steps)->default_value(c.steps), "optimizer steps")
@@ -145,7 +154,7 @@ po::options_description train_options(Config& c) {
      "rank 0 prints the bytes of parameters, gradients and optimizer state and the peak of the tensor memory "
      "allocated during the steps (c10 CPU allocator reporting; CPU runs, best with --threads 1)");
   po::options_description all;
-  all.add(model).add(data).add(optim).add(par).add(ckpt).add(run);
+  all.add(model).add(data).add(eval).add(optim).add(par).add(ckpt).add(run);
   return all;
 }
 
@@ -392,6 +401,14 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
               std::to_string(cfg.vocab_size) + "; set --vocab-size " + std::to_string(cfg.data_vocab));
   require(cfg.data.empty() != (cfg.synthetic == 0),
           "give exactly one of --data TOKENS.bin (from `scaleguard-run prep`) or --synthetic N");
+  require(cfg.eval_every >= 0, "eval-every >= 0");
+  require(cfg.eval_every == 0 || !cfg.eval_data.empty(),
+          "--eval-every " + std::to_string(cfg.eval_every) + " needs --eval-data (the held-out data to evaluate on)");
+  require(cfg.eval_data.empty() || cfg.eval_every > 0,
+          "--eval-data needs --eval-every N: after how many optimizer steps to evaluate");
+  const auto eval_tokens = scaleguard::parse_count(cfg.eval_tokens);
+  require(eval_tokens.ok() && eval_tokens.value() >= 1 && eval_tokens.value() <= 1e15,
+          "eval-tokens: '" + cfg.eval_tokens + "' is not a token count from 1 to 1e15 (e.g. 20M or 1e8)");
   return true;
 }
 

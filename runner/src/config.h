@@ -40,6 +40,10 @@ struct Config {
   std::string data_format = "auto";  // auto | sg | llmc | u16 | u32 (tokens.h)
   int64_t data_vocab = 0;          // the data's vocabulary; 0 = not stated (required for u16/u32)
   int64_t synthetic = 0;           // >0: use this many random tokens instead of --data
+  // evaluation: a forward pass over held-out data every eval_every steps
+  std::string eval_data;           // same kinds as --data (tokens, or arrays when --data is arrays)
+  int64_t eval_every = 0;          // steps; 0 = no evaluation
+  std::string eval_tokens = "1M";  // tokens per evaluation (a count: 20M, 1e8): whole windows, whole micro-batches
   // optimisation
   int64_t steps = 100;
   int64_t global_batch = 32;       // B: samples per optimizer step over all ranks

@@ -254,6 +254,11 @@ void ZeroThree::end_step() {
   }
 }
 
+void ZeroThree::gather_unblocked() {
+  for (size_t b = 0; b < layout_.buckets().size(); ++b)
+    if (layout_.buckets()[b].block < 0) ready(b);
+}
+
 void ZeroThree::gather_all() {
   for (size_t b = 0; b < layout_.buckets().size(); ++b) ready(b);
 }

@@ -144,6 +144,7 @@ class ZeroThree : public BlockHooks {
   void begin_step();  // after zero_grad: the non-block buckets gathered, their gradients allocated
   void end_step();    // after the optimizer: every gathered bucket freed
   void gather_all();  // every bucket gathered (checksums, dumps); end_step() frees them
+  void gather_unblocked();  // a forward without backward (evaluation): begin_step's gathers, no gradients
   void before_forward(int64_t block) override;
   void after_forward(int64_t block) override;
   void before_backward(int64_t block) override;

@@ -66,6 +66,9 @@ class LanguageModel : public torch::nn::Module {
   virtual bool predicts_every_position() const = 0;
   // This part ends in ln_f + head (the last pipeline stage) and returns logits.
   virtual bool has_head() const { return true; }
+  // Evaluation (--eval-every): a module with dropout or batch norm switches to its inference
+  // behaviour (and batch norm keeps its running statistics). Ours have neither.
+  virtual void set_evaluating(bool /*on*/) {}
 
   // The last pipeline stage of a tied-head GPT holds its own copy of "wte.weight"; its
   // gradient must be summed with the first stage's (and it is not counted twice in the

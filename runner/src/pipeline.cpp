@@ -204,6 +204,14 @@ PipelineStep Pipeline::run(const std::function<std::pair<at::Tensor, at::Tensor>
   return out;
 }
 
+double Pipeline::evaluate(int64_t micro_batches,
+                          const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch) {
+  PipelineStep out;
+  for (int64_t u = 0; u < micro_batches; ++u)
+    forward(u, grid_.first_stage() ? at::Tensor() : recv_forward(), batch, 1.0, out);
+  return out.loss_sum;
+}
+
 std::vector<std::pair<std::string, at::Tensor>> gather_parameters(const FlatLayout& layout, const LanguageModel& model,
                                                                   Communicator& pp_group, Communicator* tp_group) {
   // This stage's parameters as one float buffer on the training device, and a text index

@@ -52,6 +52,10 @@ class Pipeline {
   // must call this together.
   PipelineStep run(const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch,
                    const std::function<void(int64_t)>& before_backward, double scale);
+  // Forward only (evaluation, under no-grad): `micro_batches` micro-batches through the
+  // stages, each stage sending its activations on at once. Returns the sum of the
+  // micro-batch mean losses on the last stage, 0 elsewhere. Collective over the pp group.
+  double evaluate(int64_t micro_batches, const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)>& batch);
 
  private:
   struct InFlight {

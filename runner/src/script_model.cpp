@@ -53,6 +53,7 @@ class ScriptModel : public LanguageModel {
     return at::cross_entropy_loss(o, targets);
   }
   bool predicts_every_position() const override { return false; }
+  void set_evaluating(bool on) override { m_.train(!on); }
 
  private:
   static std::string shape(const at::Tensor& t) {

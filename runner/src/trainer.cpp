@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 
 #include "exit_codes.h"
+#include "scaleguard/decide.h"
 #include "step_timer.h"
 
 namespace scaleguard::run {
@@ -172,6 +174,92 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     sample_log_ = std::fopen(path.c_str(), "w");
     if (!sample_log_) throw RunError("cannot write sample log '" + path + "': " + std::strerror(errno));
   }
+  if (cfg.eval_every > 0) open_eval_data();
+}
+
+void Trainer::open_eval_data() {
+  // The evaluation set: the first windows of --eval-data (rows, for arrays), the same ones at
+  // every evaluation, enough for --eval-tokens rounded up to whole micro-batches on each dp
+  // rank; every layout of the same global batch then evaluates the same windows.
+  const bool arrays = ArrayData::applies(cfg_.eval_data, cfg_.data_format);
+  if (arrays != static_cast<bool>(arrays_))
+    throw RunError("--eval-data " + cfg_.eval_data + " is " + (arrays ? "an array dataset" : "a token file") +
+                   " but the training data is " + (arrays_ ? "an array dataset" : "tokens") + ": give the same kind");
+  uint64_t available = 0;
+  if (arrays) {
+    eval_arrays_ = ArrayData::open(cfg_.eval_data, cfg_.data_format);
+    available = eval_arrays_->n();
+  } else {
+    eval_tokens_ = std::make_unique<Tokens>(Tokens::open(cfg_.eval_data, cfg_.vocab_size, cfg_.data_format, cfg_.data_vocab));
+    available = eval_tokens_->size() > 0 ? (eval_tokens_->size() - 1) / static_cast<uint64_t>(cfg_.seq_len) : 0;
+  }
+  const double tokens = scaleguard::parse_count(cfg_.eval_tokens).value();  // checked with the configuration
+  const int64_t per_round = static_cast<int64_t>(grid_.dp) * cfg_.micro_batch;  // windows in one micro-batch on every rank
+  const double windows = std::ceil(tokens / static_cast<double>(cfg_.seq_len));
+  eval_micro_ = static_cast<int64_t>(std::ceil(windows / static_cast<double>(per_round)));
+  const uint64_t needed = static_cast<uint64_t>(eval_micro_ * per_round);
+  if (needed > available)
+    throw RunError("--eval-tokens " + cfg_.eval_tokens + " needs " + std::to_string(needed) + " windows of seq-len " +
+                   std::to_string(cfg_.seq_len) + " (whole micro-batches of " + std::to_string(cfg_.micro_batch) +
+                   " on " + std::to_string(grid_.dp) + " data-parallel ranks) but --eval-data " + cfg_.eval_data +
+                   " holds " + std::to_string(available) + ": give fewer --eval-tokens or more data");
+  if (launch_.rank == 0)
+    std::fprintf(stderr,
+                 "scaleguard-run: evaluation every %lld steps on the first %llu windows of %s (%llu tokens: %lld "
+                 "micro-batches of %lld per data-parallel rank)\n",
+                 static_cast<long long>(cfg_.eval_every), static_cast<unsigned long long>(needed), cfg_.eval_data.c_str(),
+                 static_cast<unsigned long long>(needed * static_cast<uint64_t>(cfg_.seq_len)),
+                 static_cast<long long>(eval_micro_), static_cast<long long>(cfg_.micro_batch));
+}
+
+std::pair<at::Tensor, at::Tensor> Trainer::eval_batch(int64_t u) {
+  // dp rank r evaluates windows [r * n, (r + 1) * n), n = eval_micro_ * micro_batch.
+  const int64_t m = cfg_.micro_batch;
+  std::vector<uint64_t> ids(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j)
+    ids[static_cast<size_t>(j)] = static_cast<uint64_t>((grid_.dp_rank * eval_micro_ + u) * m + j);
+  return samples(eval_tokens_ ? *eval_tokens_ : tokens_, eval_arrays_.get(), ids);
+}
+
+double Trainer::evaluate() {
+  const double start = now_s();
+  double loss_sum = 0;  // this rank's micro-batch mean losses (the last stage's with pp)
+  {
+    c10::AutoGradMode no_grad(false);  // no graph: a forward's activations are freed as it goes
+    model_->set_evaluating(true);
+    if (zero3_) zero3_->gather_unblocked();  // embedding, norm and head; the blocks through their hooks
+    if (pipeline_) {
+      loss_sum = pipeline_->evaluate(eval_micro_, [&](int64_t u) { return eval_batch(u); });
+    } else {
+      at::Tensor sum = at::zeros({}, at::TensorOptions(at::kDouble).device(device_));
+      for (int64_t u = 0; u < eval_micro_; ++u) {
+        auto [x, y] = eval_batch(u);
+        sum += model_->loss(x, y).to(at::kDouble);
+      }
+      loss_sum = sum.item<double>();
+    }
+    if (zero3_) zero3_->end_step();
+    model_->set_evaluating(false);
+  }
+  // Each micro-batch is a mean over the same number of windows: the mean of the means is the
+  // mean over the set. tp ranks hold the same loss, and only last stages hold one (as in run()).
+  double loss = loss_sum / static_cast<double>(eval_micro_);
+  MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
+  loss *= static_cast<double>(grid_.pp) / grid_.world->size();
+  timer_->resolve();  // the evaluation's intervals do not count in the next step's timings
+  const double seconds = now_s() - start;
+  if (launch_.rank == 0) {
+    const long long tokens = static_cast<long long>(eval_micro_ * cfg_.micro_batch * grid_.dp * cfg_.seq_len);
+    if (metrics_) {
+      std::fprintf(metrics_, "{\"eval_step\":%lld,\"eval_loss\":%.6f,\"eval_tokens\":%lld,\"eval_ms\":%.3f}\n",
+                   static_cast<long long>(state_.step), loss, tokens, seconds * 1e3);
+      std::fflush(metrics_);
+    }
+    if (!cfg_.quiet)
+      std::fprintf(stderr, "eval %lld/%lld  loss %.4f  %lld tokens  %.2f s\n", static_cast<long long>(state_.step),
+                   static_cast<long long>(cfg_.steps), loss, tokens, seconds);
+  }
+  return loss;
 }
 
 Trainer::~Trainer() {
@@ -181,29 +269,31 @@ Trainer::~Trainer() {
 }
 
 std::pair<at::Tensor, at::Tensor> Trainer::batch(int64_t step, int64_t u) {
-  const int64_t m = cfg_.micro_batch, T = cfg_.seq_len;
-  if (arrays_) {
-    std::vector<uint64_t> ids(static_cast<size_t>(m));
-    if (sample_log_) std::fprintf(sample_log_, "%lld %lld", static_cast<long long>(step), static_cast<long long>(u));
-    for (int64_t j = 0; j < m; ++j) {
-      ids[static_cast<size_t>(j)] = sampler_.sample_at(Sampler::position(step, cfg_.global_batch, grid_.dp_rank, accum_, m, u, j));
-      if (sample_log_) std::fprintf(sample_log_, " %llu", static_cast<unsigned long long>(ids[static_cast<size_t>(j)]));
-    }
-    if (sample_log_) std::fputc('\n', sample_log_);
-    auto [x, y] = arrays_->rows(ids);
+  const int64_t m = cfg_.micro_batch;
+  std::vector<uint64_t> ids(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j)
+    ids[static_cast<size_t>(j)] = sampler_.sample_at(Sampler::position(step, cfg_.global_batch, grid_.dp_rank, accum_, m, u, j));
+  if (sample_log_) {
+    std::fprintf(sample_log_, "%lld %lld", static_cast<long long>(step), static_cast<long long>(u));
+    for (uint64_t id : ids) std::fprintf(sample_log_, " %llu", static_cast<unsigned long long>(id));
+    std::fputc('\n', sample_log_);
+  }
+  return samples(tokens_, arrays_.get(), ids);
+}
+
+std::pair<at::Tensor, at::Tensor> Trainer::samples(const Tokens& tokens, const ArrayData* arrays,
+                                                   const std::vector<uint64_t>& ids) const {
+  if (arrays) {
+    auto [x, y] = arrays->rows(ids);
     return {x.to(device_), y.to(device_)};
   }
-  at::Tensor window = at::empty({m, T + 1}, at::kLong);  // (m, T+1)
+  const int64_t m = static_cast<int64_t>(ids.size()), T = cfg_.seq_len;
+  at::Tensor window = at::empty({m, T + 1}, at::kLong);  // (m, T+1): sample id covers tokens [id*T, id*T + T]
   int64_t* w = window.data_ptr<int64_t>();
-  if (sample_log_) std::fprintf(sample_log_, "%lld %lld", static_cast<long long>(step), static_cast<long long>(u));
   for (int64_t j = 0; j < m; ++j) {
-    uint64_t pos = Sampler::position(step, cfg_.global_batch, grid_.dp_rank, accum_, m, u, j);
-    uint64_t id = sampler_.sample_at(pos);
-    uint64_t start = id * static_cast<uint64_t>(T);
-    for (int64_t t = 0; t <= T; ++t) w[j * (T + 1) + t] = tokens_[start + static_cast<uint64_t>(t)];
-    if (sample_log_) std::fprintf(sample_log_, " %llu", static_cast<unsigned long long>(id));
+    const uint64_t start = ids[static_cast<size_t>(j)] * static_cast<uint64_t>(T);
+    for (int64_t t = 0; t <= T; ++t) w[j * (T + 1) + t] = tokens[start + static_cast<uint64_t>(t)];
   }
-  if (sample_log_) std::fputc('\n', sample_log_);
   at::Tensor x = window.narrow(1, 0, T).contiguous();                 // (m, T)
   at::Tensor y = model_->predicts_every_position()
                      ? window.narrow(1, 1, T).contiguous()            // (m, T) next token at each position
@@ -286,6 +376,8 @@ int Trainer::run() {
     if (state_.step % cfg_.log_every == 0 || state_.step == cfg_.steps || stopping)
       log_step(loss, lr, step_s, comm_s, grad_norm, pipeline_s, bubble_s);
     if (hooks.after_step) hooks.after_step(*this, stopping);
+    // After the checkpoint: a stop signal's save is never delayed by an evaluation.
+    if (eval_micro_ > 0 && state_.step % cfg_.eval_every == 0) evaluate();
     if (stopping) {
       if (launch_.rank == 0)
         std::fprintf(stderr, "scaleguard-run: stop requested (signal) at step %lld of %lld: all ranks stop here\n",

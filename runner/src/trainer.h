@@ -84,6 +84,14 @@ class Trainer {
   // (micro, T) inputs and targets ((micro, T) or (micro)) for micro-batch u of `step`;
   // with an array dataset its x and y rows of the same samples.
   std::pair<at::Tensor, at::Tensor> batch(int64_t step, int64_t u);
+  // x, y of these sample ids: token windows [id*T, id*T + T] of `tokens`, or rows of `arrays`.
+  std::pair<at::Tensor, at::Tensor> samples(const Tokens& tokens, const ArrayData* arrays,
+                                            const std::vector<uint64_t>& ids) const;
+  // --eval-data / --eval-every / --eval-tokens: the held-out set and its mean loss, a forward
+  // pass on every rank (collective over the world), logged by rank 0 and returned everywhere.
+  void open_eval_data();
+  std::pair<at::Tensor, at::Tensor> eval_batch(int64_t u);
+  double evaluate();
   void log_run();  // the metrics file's first line: what ran, for planner calibration
   // pipeline_s: the pipeline phase (slowest stage); bubble_s: a stage's mean idle time in it.
   void log_step(double loss, double lr, double step_s, double comm_s, double grad_norm, double pipeline_s,
@@ -99,6 +107,9 @@ class Trainer {
   ProcessGrid& grid_;
   Tokens tokens_;
   std::shared_ptr<ArrayData> arrays_;  // set: samples are its rows, not token windows
+  std::unique_ptr<Tokens> eval_tokens_;       // --eval-data of tokens
+  std::shared_ptr<ArrayData> eval_arrays_;    // --eval-data of arrays
+  int64_t eval_micro_ = 0;                    // evaluation micro-batches per rank; 0 = no evaluation
   at::Device device_;
   Sampler sampler_;
   std::shared_ptr<LanguageModel> model_;

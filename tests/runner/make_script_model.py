@@ -5,6 +5,7 @@ cnn.pt        torch.jit.script of a small CNN (conv, GroupNorm-free, ReLU, linea
 traced.pt     the same CNN from torch.jit.trace (must be refused)
 frozen.pt     torch.jit.freeze of the scripted CNN (must be refused)
 bn.pt         a scripted CNN with BatchNorm (buffers: must be refused)
+drop.pt       the CNN with dropout before its head (evaluated in inference mode)
 reg.pt        a scripted MLP regressor: (B, 64) -> (B, 2), for float y (MSE)
 images.h5     x float32 (96, 1, 8, 8), y int64 (96,): class = brightest quadrant
 npy/x.npy, npy/y.npy   the same arrays as .npy
@@ -41,6 +42,17 @@ class BN(torch.nn.Module):
         return self.head(torch.relu(self.bn(self.conv(x))).flatten(1))
 
 
+class Drop(CNN):
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        x = torch.relu(self.conv1(x))
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.head(self.drop(x.flatten(1)))
+
+
 class Reg(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -57,6 +69,7 @@ torch.jit.script(cnn).save("cnn.pt")
 torch.jit.trace(cnn, torch.randn(2, 1, 8, 8)).save("traced.pt")
 torch.jit.freeze(torch.jit.script(cnn).eval()).save("frozen.pt")
 torch.jit.script(BN()).save("bn.pt")
+torch.jit.script(Drop()).save("drop.pt")
 torch.jit.script(Reg()).save("reg.pt")
 
 rng = np.random.default_rng(11)

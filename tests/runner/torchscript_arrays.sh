@@ -40,6 +40,25 @@ grep -q "data npy npy:" npy.log || { cat npy.log; fail "npy not detected"; }
 expect_same_run two.jsonl npy.jsonl
 echo "PASS npy pair = HDF5 set"
 
+# Evaluation (--eval-*), where an array row counts as seq-len (64) tokens: one rank and dp=2
+# evaluate the same 32 rows to the same loss. A module with dropout is evaluated in inference
+# mode: with lr 1e-30 its parameters stay put, so every evaluation gives the same loss (in
+# training mode each would draw new dropout masks).
+ev=(--eval-data npy --eval-every 10 --eval-tokens $((32 * 64)))
+"$run" "${args[@]}" --micro-batch 4 "${ev[@]}" --metrics ev1.jsonl 2> ev1.log || { cat ev1.log; fail "1 rank with evaluation failed"; }
+mpi 2 "${args[@]}" "${ev[@]}" --metrics ev2.jsonl 2> ev2.log || { cat ev2.log; fail "dp=2 with evaluation failed"; }
+"$run" train --model-file drop.pt --data images.h5 --steps 3 --global-batch 8 --lr 1e-30 --warmup 0 --threads 1 --quiet \
+  --eval-data images.h5 --eval-every 1 --eval-tokens $((32 * 64)) --metrics drop.jsonl 2> drop.log ||
+  { cat drop.log; fail "dropout module with evaluation failed"; }
+/usr/bin/python3 - ev1.jsonl ev2.jsonl drop.jsonl <<'PY' || fail "module evaluation"
+import json, sys
+one, two, drop = ({r["eval_step"]: r["eval_loss"] for r in map(json.loads, open(p)) if "eval_loss" in r} for p in sys.argv[1:])
+assert sorted(one) == [10, 20] and sorted(two) == [10, 20], f"evaluated after {sorted(one)} / {sorted(two)}"
+assert max(abs(one[s] - two[s]) for s in one) <= 1e-6, f"dp=2 {two} vs one rank {one}"
+assert sorted(drop) == [1, 2, 3] and len(set(drop.values())) == 1, f"dropout module's evaluations differ: {drop}"
+print(f"PASS module evaluation: one rank {one}, dp=2 {two}; dropout module {drop}")
+PY
+
 # ZeRO-1 and top-k with the module.
 mpi 2 "${args[@]}" --zero 1 --metrics zero.jsonl --dump-params zero.bin 2> zero.log || { cat zero.log; fail "ZeRO-1 failed"; }
 "$here/compare_params.py" two.bin zero.bin 1e-6 || fail "ZeRO-1 differs from plain dp=2"

@@ -151,6 +151,8 @@ void Gate::set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& p
                  records_.end());
   recent_.clear();
   for (const auto& r : records_) add_recent_locked(r, 1);
+  for (auto it = held_.begin(); it != held_.end();)
+    it = it->second.first < cutoff ? held_.erase(it) : std::next(it);
 }
 
 void Gate::add_recent_locked(const Record& r, double sign) {
@@ -226,14 +228,25 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
                                     " has no default account in it yet)"
                               : problem);
   }
+  // An update's "before": what the budgets hold for the job now (see Charge::prior_record).
+  double prior = charge.prior_gpu_hours;
+  if (charge.update && !charge.prior_record.empty()) {
+    if (auto h = held_.find(charge.prior_record); h != held_.end()) prior = h->second.second;
+    else if (ledger_ && problem.empty()) {
+      if (auto l = ledger_->job_gpu_hours.find(charge.prior_record); l != ledger_->job_gpu_hours.end()) prior = l->second;
+    }
+  }
   for (int i : budgets.applying(charge.account, charge.user)) {
     const Budget& b = budgets.list[i];
-    if (!in_force(b.period, now) || !b.counts(charge.partition)) continue;
+    // A range not yet begun judges too: a job held now can be released inside it (issue 36,
+    // class 6). Only an ended range no longer counts.
+    const bool ended = b.period.cycle == Cycle::range && now >= b.period.range_end;
+    if (ended || !b.counts(charge.partition)) continue;
     double a = amount(b, policy, charge.gpu_hours, charge.partition);
     if (charge.update) {
       const auto before = budgets.applying(charge.prior_account, charge.user);
       if (std::find(before.begin(), before.end(), i) != before.end() && b.counts(charge.prior_partition))
-        a = std::max(0.0, a - amount(b, policy, charge.prior_gpu_hours, charge.prior_partition));
+        a = std::max(0.0, a - amount(b, policy, prior, charge.prior_partition));
       if (a <= 0) continue;   // the update adds nothing here
     }
     rec.amounts.emplace_back(b.name, a);
@@ -299,11 +312,15 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
     v.outcome = f.outcome;
     if (f.outcome == Outcome::move) v.move_to = f.partition;
   }
-  if (record && (v.outcome == Outcome::pass || v.outcome == Outcome::warn) && !rec.amounts.empty()) {
-    rec.t_ms = now_ms;
-    rec.ticket = v.ticket = next_ticket_++;
-    add_recent_locked(rec, 1);
-    records_.push_back(std::move(rec));
+  if (record && (v.outcome == Outcome::pass || v.outcome == Outcome::warn)) {
+    if (!rec.amounts.empty()) {
+      rec.t_ms = now_ms;
+      rec.ticket = v.ticket = next_ticket_++;
+      add_recent_locked(rec, 1);
+      records_.push_back(std::move(rec));
+    }
+    if (!charge.record.empty())
+      held_[charge.record] = {now_ms, charge.update ? std::max(prior, charge.gpu_hours) : charge.gpu_hours};
   }
   return v;
 }

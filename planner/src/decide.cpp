@@ -286,17 +286,20 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     if (jcap > 0 && one + job.het_prior_gpu_hours > jcap) {
       const double budget = jcap - job.het_prior_gpu_hours;
       const int capped = budget > 0 ? std::max(1, static_cast<int>(budget / final_gpus * 60)) : 0;
-      std::string detail = final_gpus == gpus && new_time.value_or(limit) == limit
+      // The literal request only when it is what was judged: a plan predicting more names that.
+      std::string detail = final_gpus == gpus && new_time.value_or(limit) == limit && one <= gpus * hours
                                ? text::format("%d GPUs x %s h = %s GPU-hours", gpus, text::num(hours).c_str(),
                                               text::num(gpus * hours, 0).c_str()) + how
+                           : one > final_gpus * new_time.value_or(limit) / 60.0
+                               ? "the plan predicts " + text::num(one, 0) + " GPU-hours"
                                : text::num(one, 0) + " GPU-hours";
       if (job.het_component > 0)
         detail += " + " + text::num(job.het_prior_gpu_hours, 0) + " GPU-hours of het job components 0-" +
                   std::to_string(job.het_component - 1);
       if (j.fire(RuleId::max_job_gpu_hours, detail + " > " + text::num(jcap) + " allowed for one job") && capped > 0)
         new_time = capped;
-      else if (capped <= 0)
-        j.max_action = Action::reject;  // nothing left to give this component
+      else if (capped <= 0 && rule_cuts(j, RuleId::max_job_gpu_hours))
+        j.max_action = Action::reject;  // nothing left to give this component (a warning cap only warns)
       if (capped > 0) j.ask(std::nullopt, capped);
       one = one_at(new_time.value_or(limit));
     }
@@ -326,7 +329,9 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
                                     ": no rewrite satisfies every cap"});
       j.max_action = Action::reject;
     }
-    return jcap > 0 ? std::min(one, std::max(0.0, jcap - job.het_prior_gpu_hours)) : one;
+    // What the job may take after every cut: a cap that only warns leaves the job whole, and
+    // budgets and later het components are charged all of it (issue 36, class 3).
+    return one;
   };
   const bool spot = part->capacity == Capacity::spot;
 

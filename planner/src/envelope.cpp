@@ -89,6 +89,19 @@ Result<int> count_hostlist(const std::string& list) {
   return static_cast<int>(total);
 }
 
+Result<std::vector<std::string>> partition_names(const std::string& list) {
+  if (list.size() > kMaxPartitionList)
+    return list_error("partition list longer than " + std::to_string(kMaxPartitionList) + " bytes", list,
+                      "name each partition once");
+  if (text::has_control(list)) return list_error("control characters in the partition list", list, "");
+  std::vector<std::string> names;
+  for (auto& name : text::split(list, ',')) {
+    // Slurm skips empty names too (strtok on ','): "a,,b," uses a and b.
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+  }
+  return names;
+}
+
 Result<int> count_array_tasks(const std::string& index) {
   const std::string hint = "e.g. --array=0-15, 1,3,5-11:2 or 0-99%10";
   if (index.size() > 8192 || text::has_control(index)) return list_error("malformed array index", index, hint);

@@ -263,7 +263,8 @@ void retract_budget_charge(std::uint64_t ticket) {
 }
 
 BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, const scaleguard::Policy& policy,
-                                      scaleguard::JobRequest* request, scaleguard::Decision* decision) {
+                                      const std::string& record_id, scaleguard::JobRequest* request,
+                                      scaleguard::Decision* decision) {
   BudgetResult out;
   if (!g_keeper || !g_keeper->gate.has_budgets() || decision->action == Action::reject || !decision->governed)
     return out;
@@ -277,6 +278,7 @@ BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, c
   bg::Charge charge = charge_of(*request, *decision, policy);
   charge.user = user.empty() ? std::to_string(uid) : user;
   charge.account = g_keeper->gate.account_of(charge.user, asked);
+  charge.record = record_id;
   const std::string who = "job of " + charge.user + " (account " + (charge.account.empty() ? "?" : charge.account) + ")";
   bg::Verdict v = g_keeper->gate.judge(charge, now, true);
   if (decision->shadow) {
@@ -299,7 +301,7 @@ BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, c
       return out;
     }
     bg::Charge moved_charge = charge_of(moved, there, policy);
-    moved_charge.user = charge.user, moved_charge.account = charge.account;
+    moved_charge.user = charge.user, moved_charge.account = charge.account, moved_charge.record = record_id;
     bg::Verdict w = g_keeper->gate.judge(moved_charge, now, true, true);
     log_quiet_findings(w, who);
     add_hits(w, &there);
@@ -337,6 +339,7 @@ BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, c
 }
 
 std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, uint32_t uid,
+                                 const std::string& prior_record, const std::string& record_id,
                                  const scaleguard::Policy& policy, const scaleguard::JobRequest& before,
                                  const scaleguard::JobRequest& after, const scaleguard::Decision& decision,
                                  std::string* audit_json) {
@@ -354,6 +357,8 @@ std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, ui
   charge.prior_account = job_account;
   charge.prior_partition = prior.partition;
   charge.prior_gpu_hours = was.action == Action::reject ? 0 : prior.gpu_hours;
+  charge.prior_record = prior_record;
+  charge.record = record_id;
   bg::Verdict v = g_keeper->gate.judge(charge, now_ms(), true, true);
   log_quiet_findings(v, "update by " + charge.user);
   *audit_json = findings_json(v, charge);

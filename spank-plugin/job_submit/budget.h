@@ -26,12 +26,17 @@ struct BudgetResult {
 // A submission the policy accepted (or rewrote): judged against every budget that counts it.
 // May turn *decision into a refusal, move the job to another partition (decide() again
 // there, with *request changed to match), or add a warning for the user.
+// `record_id`: the id of the record written into the job (what the ledger will know it by).
 BudgetResult judge_submission_budgets(const job_desc_msg_t& job, uint32_t uid, const scaleguard::Policy& policy,
-                                      scaleguard::JobRequest* request, scaleguard::Decision* decision);
+                                      const std::string& record_id, scaleguard::JobRequest* request,
+                                      scaleguard::Decision* decision);
 
 // An accepted update of a job judged at `before`: what it adds must fit. `job_ptr` gives the
-// job's account; `update` a new one. Returns the refusal for the user ("" when it fits).
+// job's account; `update` a new one. It is charged against what the budgets hold for the job
+// now, found by `prior_record` (the record id the job carries); `record_id` is the one written
+// after it. Returns the refusal for the user ("" when it fits).
 std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, uint32_t uid,
+                                 const std::string& prior_record, const std::string& record_id,
                                  const scaleguard::Policy& policy, const scaleguard::JobRequest& before,
                                  const scaleguard::JobRequest& after, const scaleguard::Decision& decision,
                                  std::string* audit_json);

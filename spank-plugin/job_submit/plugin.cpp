@@ -149,7 +149,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   sg_slurm::attach_measurements(*policy, entry.uid, &request);  // what probes measured (issue 16)
   auto decision = scaleguard::decide(request, *policy);
   // Budgets (budget.h): may refuse, move or warn; no I/O here.
-  const auto budget = sg_slurm::judge_submission_budgets(*job, entry.uid, *policy, &request, &decision);
+  const auto budget = sg_slurm::judge_submission_budgets(*job, entry.uid, *policy, entry.id, &request, &decision);
   if (request.het_component >= 0) {
     t_het.next = request.het_component + 1;
     t_het.gpu_hours += decision.action == Action::reject ? 0 : decision.granted_gpu_hours;
@@ -426,7 +426,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     return sg_slurm::kRefused;
   }
   // Budgets: what the update adds must fit what is left (budget.h).
-  if (std::string refused = sg_slurm::judge_update_budgets(*update, job_ptr, uid, *policy, *judged, request, decision,
+  if (std::string refused = sg_slurm::judge_update_budgets(*update, job_ptr, uid, record_id, entry.id, *policy, *judged, request, decision,
                                                            &entry.budgets_json);
       !refused.empty()) {
     decision.action = Action::reject;

@@ -75,7 +75,7 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
   num("spn", j.sockets_per_node), num("nl", j.nodes_listed), num("x", j.exclusive), num("a", j.array_tasks);
   num("t", j.time_limit_min);
   num("rq", j.requeue), num("sig", j.checkpoint_signal_s);
-  if (!j.partition.empty()) add("p", j.partition.substr(0, 256));
+  if (!j.partition.empty()) add("p", j.partition);  // whole: read bounded and deduplicated
   // The intent, when short enough to keep: an update is then judged with the same plan.
   if (!j.model.empty() && j.model.size() <= 64) {
     add("m", j.model);

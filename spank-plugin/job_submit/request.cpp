@@ -7,6 +7,7 @@
 #include <map>
 
 #include "scaleguard/envelope.h"
+#include "scaleguard/text.h"
 #include "slurm_shim.h"
 #include "text.h"
 
@@ -287,7 +288,17 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
   if (job.warn_signal == SIGUSR1 && job.warn_time != NO_VAL16 && job.warn_flags != NO_VAL16 &&
       (job.warn_flags & KILL_JOB_BATCH))
     r.checkpoint_signal_s = job.warn_time;
-  if (job.partition) r.partition = one_line(job.partition, 256);
+  // The whole list, each partition once (issue 36, class 7): a cut list let a governed name
+  // past the cut escape its rules. One too long to read whole is refused.
+  if (job.partition && *job.partition) {
+    const size_t len = strnlen(job.partition, scaleguard::kMaxPartitionList + 1);
+    auto names = scaleguard::partition_names(std::string(job.partition, len));
+    if (!names) {
+      *error = {ESLURM_INVALID_PARTITION_NAME, "scaleguard: --partition: " + names.error().str()};
+      return false;
+    }
+    r.partition = scaleguard::text::join(*names, ",");
+  }
   r.user = "uid " + std::to_string(sg_shim::user_id(job, submit_uid));
   if (!read_intent(job, policy, &r, error)) return false;
   // --ntasks-per-gpu without a GPU request: slurmctld creates gres/gpu:ntasks/N after us.

@@ -502,9 +502,53 @@ TEST(BudgetGate, RetractTakesBackAHetComponentAndAccountsResolveLikeSlurmctld) {
 
 TEST(BudgetGate, RangesCountOnlyInsideTheirDates) {
   GateFixture g("[budget r]\naccount = ml\ngpu_hours = 1\nperiod = 2026-12-06..2026-12-07\n");
+  g.entry("r", 0);
   g.publish();
-  EXPECT_EQ(g.judge(5).outcome, Outcome::pass);   // not yet in force: no finding at all
+  // Not begun yet, but a job submitted (held) now may be released and run inside it (issue 36,
+  // class 6): judged.
+  EXPECT_EQ(g.judge(5).outcome, Outcome::reject);
+  // After its end it counts nothing.
+  g.now = at("2026-12-08T00:00:00");
+  g.ledger->snapshot = g.now - 60;
+  g.publish();
   EXPECT_TRUE(g.judge(5).findings.empty());
+}
+
+}  // namespace
+}  // namespace scaleguard::budget
+
+namespace scaleguard::budget {
+namespace {
+
+TEST(BudgetGate, LowerSyncRaiseIsChargedAgainstTheLedgersViewOfTheJob) {
+  // Issue 36, class 2: the job's record only grows (60), the ledger counted it at 10 after the
+  // user lowered it: raising it back costs 50, not 60 - 60 = 0.
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 100\nactions = 100% reject\n");
+  g.entry("ml", 45, 0, 60);
+  g.ledger->job_gpu_hours["sg-1"] = 60;
+  g.publish();
+  Charge lower{"ml", "alice", "od", 10, 8, 75, 1};
+  lower.update = true, lower.prior_account = "ml", lower.prior_partition = "od", lower.prior_gpu_hours = 60;
+  lower.prior_record = "sg-1", lower.record = "sg-2";
+  EXPECT_EQ(g.gate->judge(lower, g.now * 1000, true).outcome, Outcome::pass);
+  // Raised before any sync: the 60 is still held, nothing more to charge.
+  Charge raise{"ml", "alice", "od", 60, 8, 450, 1};
+  raise.update = true, raise.prior_account = "ml", raise.prior_partition = "od", raise.prior_gpu_hours = 60;
+  raise.prior_record = "sg-2", raise.record = "sg-3";
+  EXPECT_EQ(g.gate->judge(raise, g.now * 1000, false).outcome, Outcome::pass);
+  // The sync counts the lowered job: 45 + 10 held; the raise now adds 50: 105 > 100.
+  g.now += 120;
+  g.ledger = std::make_shared<Ledger>(*g.ledger);
+  g.ledger->snapshot = g.now - 60;
+  g.entry("ml", 45, 0, 10);
+  g.ledger->job_gpu_hours = {{"sg-2", 10}};
+  g.publish();
+  const Verdict v = g.gate->judge(raise, g.now * 1000, true);
+  EXPECT_EQ(v.outcome, Outcome::reject) << v.message();
+  EXPECT_NE(v.message().find("50.00 GPU-hours more"), std::string::npos) << v.message();
+  // A job the ledger does not know is charged against its record (the old rule).
+  raise.prior_record = "sg-unknown";
+  EXPECT_EQ(g.gate->judge(raise, g.now * 1000, false).outcome, Outcome::pass);
 }
 
 }  // namespace

@@ -473,3 +473,34 @@ TEST(BadInput, GpuCountFromEveryTresForm) {
   t.ntasks = 3;
   EXPECT_NE(decide(t, shipped()).summary.find("6 GPU(s)"), std::string::npos);
 }
+
+TEST(Rules, AWarningCapGrantsTheWholeJob) {
+  // Issue 36, class 3: a cap that only warns leaves the job whole; budgets are charged all of it
+  // (was min(job, cap): 2,688 GPU-hours granted as 150).
+  auto pol = load(policy_text("max_job_gpu_hours = 150 warn\n"));
+  JobRequest j = job(8);
+  j.time_limit_min = 14 * 24 * 60;
+  Decision d = decide(j, *pol);
+  EXPECT_TRUE(fired(d, "max_job_gpu_hours")) << d.message;
+  EXPECT_NE(d.action, Action::reject) << d.message;
+  EXPECT_FALSE(d.rewrite.time_limit_min.has_value()) << d.message;
+  EXPECT_NEAR(d.granted_gpu_hours, 8 * 14 * 24, 1e-6);
+  // A het component after it is judged on the whole of component 0.
+  JobRequest second = job(1);
+  second.time_limit_min = 60;
+  second.het_component = 1;
+  second.het_prior_gpu_hours = d.granted_gpu_hours;
+  EXPECT_NEAR(decide(second, *pol).granted_gpu_hours, 1, 1e-6);
+}
+
+TEST(Rules, ACapTrippedByThePredictionNamesThePrediction) {
+  // Issue 36, class 6: 1 GPU x 1 h asked, the plan predicts far more: the message cites the plan.
+  auto pol = load(policy_text("max_job_gpu_hours = 150 reject\n"));
+  JobRequest j = job(1, "1B");
+  j.tokens = 20e9;
+  j.time_limit_min = 60;
+  Decision d = decide(j, *pol);
+  ASSERT_TRUE(fired(d, "max_job_gpu_hours")) << d.message;
+  EXPECT_NE(d.message.find("the plan predicts"), std::string::npos) << d.message;
+  EXPECT_EQ(d.message.find("1 GPUs x 1 h = 1 GPU-hours"), std::string::npos) << d.message;
+}

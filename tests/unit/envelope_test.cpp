@@ -236,3 +236,16 @@ TEST(Envelope, HostListsAndArrayIndices) {
   EXPECT_FALSE(count_array_tasks("").ok());
   EXPECT_FALSE(count_array_tasks("0-99999999").ok());
 }
+
+TEST(Envelope, PartitionListsAreReadWholeOnceEachOrRefused) {
+  // Issue 36, class 7: 60 x "free," then a governed name past byte 256 must still be judged.
+  std::string list;
+  for (int i = 0; i < 60; ++i) list += "free,";
+  list += "gpu-od";
+  auto names = partition_names(list);
+  ASSERT_TRUE(names.ok()) << names.error().str();
+  EXPECT_EQ(*names, (std::vector<std::string>{"free", "gpu-od"}));
+  EXPECT_EQ(*partition_names("a,,b,"), (std::vector<std::string>{"a", "b"}));   // Slurm skips empty names
+  EXPECT_FALSE(partition_names("a,b\nc").ok());
+  EXPECT_FALSE(partition_names(std::string(kMaxPartitionList + 1, 'x')).ok());
+}

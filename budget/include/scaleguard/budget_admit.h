@@ -39,7 +39,12 @@ struct Charge {
   // judged at (its account, partition and GPU-hours then) is judged and recorded.
   bool update = false;
   std::string prior_account, prior_partition;
-  double prior_gpu_hours = 0;
+  double prior_gpu_hours = 0;   // from the job's record (which only grows): the last resort
+  // Scaleguard record ids: the one the job carries (an update's "before") and the one this
+  // judgement writes. An update is charged against what the budgets hold for the job now: the
+  // Gate's own view of it since the ledger's snapshot, else the ledger's (Ledger::job_gpu_hours),
+  // else prior_gpu_hours (issue 36, class 2).
+  std::string prior_record, record;
 };
 
 // The account slurmctld charges a job to: the one asked for when it is one of the user's
@@ -126,6 +131,10 @@ class Gate {
   std::shared_ptr<const Ledger> ledger_;
   std::string ledger_problem_ = "no ledger loaded yet";
   std::deque<Record> records_;                          // in acceptance order
+  // Record id -> what the budgets hold for that job since the ledger's snapshot (its accepted
+  // charge, or for an update the larger of before and after: a decrease is returned only by the
+  // next sync) and when it was judged.
+  std::unordered_map<std::string, std::pair<std::int64_t, double>> held_;
   std::unordered_map<std::string, double> recent_;      // budget name -> sum of records_
   std::uint64_t next_ticket_ = 1;
 };

@@ -33,6 +33,11 @@ struct Ledger {
   std::map<std::string, std::string> default_account;               // user -> default account
   std::map<std::string, std::vector<std::string>> accounts;         // user -> accounts (associations)
   std::vector<std::string> notes;                                   // what the sync skipped
+  // What the queue holds per job, by the scaleguard record id in its AdminComment ("[sg=ID;"):
+  // pending, the envelope; running, GPUs x its whole time limit; an array's elements summed.
+  // An update is charged against this, not against the job's record, which only grows
+  // (issue 36, class 2: lower, sync, raise).
+  std::map<std::string, double> job_gpu_hours;
 };
 
 // JSON text (one object; format 1). parse_ledger is bounded and never throws.

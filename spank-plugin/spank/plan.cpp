@@ -15,7 +15,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "plugin.h"
@@ -64,24 +66,71 @@ bool plan_dir_ok() {
          !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
-// Empties and removes <plan_dir>/<job>.user (the job's user's: whatever it put there). Only
-// entries directly in it are unlinked (a symlink is removed, never followed); a
-// subdirectory the user made keeps it from going, with a log line.
-void drop_user_dir(const std::string& job) {
-  const int fd = open(user_dir(job).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  if (DIR* dir = fdopendir(fd)) {
-    std::vector<std::string> names;
-    while (const dirent* e = readdir(dir))
-      if (std::string(e->d_name) != "." && std::string(e->d_name) != ".." && names.size() < kMaxEntries)
-        names.emplace_back(e->d_name);
-    for (const auto& n : names) unlinkat(dirfd(dir), n.c_str(), 0);
-    closedir(dir);
-  } else {
-    close(fd);
+// Removing <plan_dir>/<job>.user: the job's user made everything below it, so every entry is
+// hostile (symlinks, FIFOs, deep trees, odd names, a directory swapped for a link mid-way).
+// Names are resolved only relative to an open directory and never followed; FIFOs and
+// devices are unlinked, never opened. Bounded, so a huge tree cannot stall the epilog: what
+// is left past the bounds is logged.
+constexpr int kMaxDepth = 64;               // open directories held at once
+constexpr std::size_t kMaxRemoved = 200000; // entries looked at per job
+constexpr std::size_t kBatch = 256;         // names read before removing them
+
+struct Sweep {
+  std::size_t seen = 0;
+  bool cut = false;  // a bound was reached
+};
+
+struct DirCloser {
+  void operator()(DIR* d) const { closedir(d); }
+};
+
+bool remove_at(int parent, const char* name, int depth, Sweep& sweep);
+
+// Removes everything in the directory `fd` (taken over, closed here).
+void empty_dir(int fd, int depth, Sweep& sweep) {
+  std::unique_ptr<DIR, DirCloser> dir(fdopendir(fd));
+  if (!dir) return (void)close(fd);
+  std::vector<std::string> names;
+  for (;;) {  // read a batch, remove it, read again from the start until nothing is left
+    names.clear();
+    rewinddir(dir.get());
+    while (const dirent* e = readdir(dir.get())) {
+      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+      names.emplace_back(e->d_name);
+      if (names.size() == kBatch) break;
+    }
+    bool progress = false;
+    for (const auto& n : names) progress |= remove_at(dirfd(dir.get()), n.c_str(), depth, sweep);
+    if (!progress || sweep.cut) return;  // empty, or only entries that will not go
   }
-  if (rmdir(user_dir(job).c_str()) != 0 && errno != ENOENT)
-    slurm_info("scaleguard: epilog: cannot remove %s: %m", user_dir(job).c_str());
+}
+
+// Removes `name` in the directory `parent`, a directory with all below it; true when gone.
+bool remove_at(int parent, const char* name, int depth, Sweep& sweep) {
+  if (++sweep.seen > kMaxRemoved) return sweep.cut = true, false;
+  // Flags 0: unlinks a file, symlink, FIFO or socket as the name itself; EISDIR for a directory.
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT) return true;
+  if (errno != EISDIR) return false;
+  if (depth >= kMaxDepth) return sweep.cut = true, false;
+  const int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return (errno == ENOTDIR || errno == ELOOP) && unlinkat(parent, name, 0) == 0;  // swapped for a link
+  empty_dir(fd, depth + 1, sweep);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+}
+
+// Removes <plan_dir>/<job>.user and the whole tree the job left in it; logs what stays.
+void drop_user_dir(const std::string& job) {
+  const int fd = open(config().plan_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  std::unique_ptr<DIR, DirCloser> plans(fdopendir(fd));  // closes fd, also on an exception
+  if (!plans) return (void)close(fd);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) return;  // not root's: never made one
+  Sweep sweep;
+  if (!remove_at(fd, (job + ".user").c_str(), 0, sweep))
+    slurm_error("scaleguard: epilog: %s not removed (%s after %lu entries): remove it by hand",
+                user_dir(job).c_str(), sweep.cut ? "deeper or larger than the plugin removes" : "an entry would not go",
+                static_cast<unsigned long>(sweep.seen));
 }
 
 // Writes `text` to `path` in plan_dir, atomically, mode 0600 (root reads it for the task).

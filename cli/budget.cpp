@@ -73,19 +73,52 @@ Command slurm_command(std::vector<std::string> args) {
   return c;
 }
 
-// Every run that touched a budget's window: sacct's records, times read as UTC.
-std::vector<UsedRun> used_runs(std::int64_t since, std::int64_t until, std::vector<std::string>* notes) {
-  Command sacct = slurm_command(sacct_runs_arguments(report::format_time(since), report::format_time(until), false));
-  sacct.too_big_hint = ": the budgets' periods reach too far back for one sacct query";
-  const std::string text = run_capture(sacct);
-  report::SacctSkips skips;
-  auto runs = report::parse_sacct(text, "sacct output", &skips);
-  if (!runs) throw Failure{runs.error().str()};
-  if (const std::string m = skips.message(); !m.empty()) notes->push_back("sacct: " + m);
-  std::vector<UsedRun> out;
-  for (const auto& r : *runs)
-    out.push_back({r.job_id, r.account, r.user, r.partition, r.gpus, r.start, r.start < 0 ? -1 : r.start + r.elapsed_s});
-  return out;
+// The longest line kept of sacct's or squeue's output: a record's fields past this are not
+// needed to see whose it is (JobID, User, Account and Partition come first), and the line is
+// then unreadable, never cut silently.
+constexpr std::size_t kMaxLine = 1u << 20;
+
+// Every run that touched a budget's window, streamed from sacct (any volume, memory bounded
+// by the budgets): only the governed partitions are asked for; each run is counted as it
+// arrives. A record that cannot be read marks the budgets it could be charged to unusable.
+// Returns the runs counted.
+long long count_runs(const BudgetSetup& s, std::int64_t since, std::int64_t until, UsageCounter* counter) {
+  std::vector<std::string> args = sacct_runs_arguments(report::format_time(since), report::format_time(until), false);
+  std::string partitions;
+  for (const auto& p : s.policy->partitions) partitions += (partitions.empty() ? "" : ",") + p.name;
+  args.push_back("--partition=" + partitions);
+  report::SacctLines reader(s.policy->shared_gres);
+  bool header = false;
+  long long counted = 0;
+  run_lines(slurm_command(args), kMaxLine, [&](const std::string& line, bool cut) {
+    if (!header) {
+      auto h = reader.header(line);
+      if (!h) throw Failure{"sacct output: " + h.error().str()};
+      header = true;
+      return;
+    }
+    report::Run partial;
+    auto run = reader.record(line, &partial);
+    if (run && !cut) {
+      if (!*run) return;
+      const report::Run& r = **run;
+      counter->add(UsedRun{r.job_id, r.account, r.user, r.partition, r.gpus, r.start,
+                           r.start < 0 ? -1 : r.start + r.elapsed_s});
+      ++counted;
+      return;
+    }
+    if (run && cut) partial = run->value_or(report::Run{});
+    // Whose it is, as far as the line says; a partition list none of it governed is not ours.
+    bool governed = partial.partition.empty();
+    for (const auto& p : s.policy->partitions)
+      governed = governed || ("," + partial.partition + ",").find("," + p.name + ",") != std::string::npos;
+    if (!governed) return;
+    counter->unreadable(partial.account, partial.user, partial.partition,
+                        "sacct: job " + (partial.job_id.empty() ? "?" : partial.job_id.substr(0, 64)) + ": " +
+                            (cut ? "record longer than 1 MiB" : run.error().message));
+  });
+  if (!header) throw Failure{"sacct printed no header line"};
+  return counted;
 }
 
 int sync(const BudgetSetup& s, bool quiet) {
@@ -100,29 +133,36 @@ int sync(const BudgetSetup& s, bool quiet) {
   ledger.snapshot_ms = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
   ledger.snapshot = ts.tv_sec;
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  auto queue = parse_squeue(run_capture(slurm_command([] {
-                              auto a = squeue_arguments();
-                              a.insert(a.begin(), "squeue");
-                              return a;
-                            }())),
-                            *s.policy, &ledger.notes);
-  const auto runs = used_runs(earliest_start(*s.budgets, ledger.snapshot), ledger.snapshot, &ledger.notes);
+  UsageCounter counter(*s.budgets, *s.policy, ledger.snapshot);
+  long long queued = 0;
+  auto squeue = squeue_arguments();
+  squeue.insert(squeue.begin(), "squeue");
+  run_lines(slurm_command(squeue), kMaxLine, [&](const std::string& line, bool cut) {
+    QueuedJob q;
+    if (line.empty() || !read_squeue_line(line, *s.policy, &q)) return;
+    if (cut) q.unreadable = "line longer than 1 MiB";
+    counter.add(q);
+    ++queued;
+  });
+  const long long runs = count_runs(s, earliest_start(*s.budgets, ledger.snapshot), ledger.snapshot, &counter);
   parse_default_accounts(run_capture(slurm_command({"sacctmgr", "-n", "-P", "show", "user", "format=User,DefaultAccount"})),
                          &ledger);
   parse_associations(run_capture(slurm_command({"sacctmgr", "-n", "-P", "show", "assoc", "format=User,Account"})), &ledger);
-  count_budgets(*s.budgets, *s.policy, runs, queue, ledger.snapshot, &ledger);
+  counter.finish(&ledger);
+  for (const auto& [name, e] : ledger.entries)
+    if (!e.unusable.empty()) ledger.notes.push_back("budget " + name + " is unusable until a sync reads it whole: " + e.unusable);
   ledger.written = std::time(nullptr);
   write_atomically(s.ledger_path, format_ledger(ledger));
   for (const auto& n : ledger.notes) std::fprintf(stderr, "scaleguard budget sync: %s\n", n.c_str());
   if (quiet) return 0;
-  std::printf("ledger %s: %zu budget(s), %zu queued job(s), %zu run(s), counted %s in %lld s\n", s.ledger_path.c_str(),
-              ledger.entries.size(), queue.size(), runs.size(), format_instant(ledger.snapshot).c_str(),
+  std::printf("ledger %s: %zu budget(s), %lld queued job(s), %lld run(s), counted %s in %lld s\n", s.ledger_path.c_str(),
+              ledger.entries.size(), queued, runs, format_instant(ledger.snapshot).c_str(),
               static_cast<long long>(ledger.written - ledger.snapshot));
   for (const auto& b : s.budgets->list) {
     const auto& e = ledger.entries.at(b.name);
-    std::printf("  %s: used %s, committed %s, held %s of %s\n", b.name.c_str(), format_amount(b.unit, e.used).c_str(),
+    std::printf("  %s: used %s, committed %s, held %s of %s%s\n", b.name.c_str(), format_amount(b.unit, e.used).c_str(),
                 format_amount(b.unit, e.committed).c_str(), format_amount(b.unit, e.liens).c_str(),
-                format_amount(b.unit, b.limit + e.carry_in).c_str());
+                format_amount(b.unit, b.limit + e.carry_in).c_str(), e.unusable.empty() ? "" : " (UNUSABLE: see above)");
   }
   return 0;
 }

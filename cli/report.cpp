@@ -298,7 +298,7 @@ int run(int argc, char** argv) {
       source = "sacct output";
     }
     rp::SacctSkips skips;
-    auto runs = rp::parse_sacct(text, source, &skips);
+    auto runs = rp::parse_sacct(text, source, &skips, (*policy)->shared_gres);
     if (!runs) throw Failure{runs.error().str()};
     // One bad record (a job name with newlines in a saved file, a cut line) must not deny
     // everyone the report: it is skipped, and said so on stderr and in the report's notes.

@@ -2,6 +2,7 @@
 // (execvp, no shell), stdout captured up to a bound, stderr kept for the error message.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,13 @@ struct Command {
 
 // The command's stdout; throws Failure when it cannot run, prints too much or exits non-zero.
 std::string run_capture(const Command& command);
+
+// Runs the command and hands each line of its stdout (without the newline) to `each` as it
+// arrives, in memory bounded by `max_line`: a longer line is handed over cut to max_line bytes
+// with cut = true (the rest is dropped). Throws Failure like run_capture (cannot run, non-zero
+// exit); exceptions from `each` stop the command and propagate.
+void run_lines(const Command& command, std::size_t max_line,
+               const std::function<void(const std::string& line, bool cut)>& each);
 
 // The sacct query for every run of every job that ran between `since` and `until`
 // (YYYY-MM-DDTHH:MM:SS in the clock sacct prints), in report.h's columns and delimiter, one

@@ -62,8 +62,7 @@ bool printable(const std::string& s) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Fixture& fx = fixture();
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> notes;
-  for (const auto& q : bg::parse_squeue(text, *fx.policy, &notes)) {
+  for (const auto& q : bg::parse_squeue(text, *fx.policy)) {
     SG_FUZZ_CHECK(std::isfinite(q.gpu_hours) && q.gpu_hours >= 0, q.job_id);
     SG_FUZZ_CHECK(printable(q.account) && printable(q.user) && printable(q.partition), q.job_id);
   }

@@ -3,6 +3,7 @@
 // from sacctmgr. Only partitions the policy governs are counted.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "scaleguard/budget_ledger.h"
 #include "scaleguard/envelope.h"
@@ -16,7 +17,7 @@ constexpr char kSep = '\x1f';
 const char* const kSqueueFields[] = {"JobArrayID", "UserName", "Account",   "Partition",     "State",
                                      "TimeLimit",  "TimeUsed", "NumNodes",  "MaxNodes",      "NumTasks",
                                      "ntpernode",  "sct",      "OverSubscribe", "tres-alloc", "tres-per-job",
-                                     "tres-per-node", "tres-per-task", "tres-per-socket", "ReqNodes"};
+                                     "tres-per-node", "tres-per-task", "tres-per-socket", "ReqNodes", "admin_comment"};
 constexpr std::size_t kFields = sizeof kSqueueFields / sizeof *kSqueueFields;
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -30,12 +31,33 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-bool plain(const std::string& s) {
-  if (s.empty() || s.size() > 256) return false;
+// A name as Slurm prints it (job id, user, account, a partition list): any printable bytes
+// (SSSD's user@domain, long partition lists), no control characters, bounded far above
+// anything real.
+constexpr std::size_t kMaxField = 1u << 16;
+bool readable(const std::string& s) {
+  if (s.empty() || s.size() > kMaxField) return false;
   for (unsigned char c : s)
-    if (!std::isalnum(c) && c != '.' && c != '_' && c != '-' && c != ',' && c != '+' && c != '[' && c != ']')
-      return false;
+    if (c < 0x20 || c == 0x7f) return false;
   return true;
+}
+
+// Each partition of a comma list.
+template <class F>
+void each_partition(const std::string& list, F f) {
+  std::size_t b = 0;
+  while (b <= list.size()) {
+    std::size_t e = list.find(',', b);
+    if (e == std::string::npos) e = list.size();
+    if (e > b) f(list.substr(b, e - b));
+    b = e + 1;
+  }
+}
+
+bool any_governed(const std::string& list, const Policy& policy) {
+  bool governed = false;
+  each_partition(list, [&](const std::string& p) { governed = governed || policy.find_partition(p); });
+  return governed;
 }
 
 // "N/A", "" and "0" are unset.
@@ -87,23 +109,6 @@ long long duration_s(const std::string& s, bool* ok) {
   return ((days * 24 + h) * 60 + m) * 60 + sec;
 }
 
-// gres/gpu in an allocation's TRES ("cpu=1,node=1,gres/gpu=4,gres/gpu:a100=4"): the untyped
-// entry, else the typed ones summed.
-int allocated_gpus(const std::string& tres) {
-  int untyped = -1;
-  long typed = 0;
-  for (const auto& item : split(tres, ',')) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = item.substr(0, eq);
-    // Clamped so that a hostile or corrupt sacct line cannot overflow the sum.
-    const long n = std::clamp(std::strtol(item.c_str() + eq + 1, nullptr, 10), 0L, 1000000L);
-    if (key == "gres/gpu") untyped = static_cast<int>(n);
-    else if (key.rfind("gres/gpu:", 0) == 0) typed = std::min(typed + n, 1000000L);
-  }
-  return untyped >= 0 ? untyped : static_cast<int>(typed);
-}
-
 bool pending_state(const std::string& s) {
   return s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "SPECIAL_EXIT" ||
          s == "RESV_DEL_HOLD";
@@ -111,6 +116,19 @@ bool pending_state(const std::string& s) {
 bool running_state(const std::string& s) {
   return s == "RUNNING" || s == "SUSPENDED" || s == "CONFIGURING" || s == "RESIZING" || s == "STOPPED" ||
          s == "SIGNALING";
+}
+
+// The scaleguard record id in an AdminComment ("... [sg=ID;...]", the last one), or "".
+// job_submit/scaleguard writes it; only admins can set AdminComment.
+std::string record_id(const std::string& admin_comment) {
+  const auto at = admin_comment.rfind("[sg=");
+  if (at == std::string::npos) return "";
+  const auto end = admin_comment.find_first_of(";]", at + 4);
+  if (end == std::string::npos || end - at - 4 > 64) return "";
+  const std::string id = admin_comment.substr(at + 4, end - at - 4);
+  for (unsigned char c : id)
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.') return "";
+  return id;
 }
 
 // The job as slurmctld holds it, read like job_submit reads a submission.
@@ -129,6 +147,20 @@ bool read_request(const std::vector<std::string>& f, const Policy& policy, JobRe
   gpus(f[15], &r->gpus_per_node);
   gpus(f[16], &r->gpus_per_task);
   gpus(f[17], &r->gpus_per_socket);
+  // --ntasks-per-gpu without a GPU request: slurmctld derived gres/gpu (ntasks / N, or the
+  // nodes) and keeps it only in its GRES list, which squeue shows as the requested TRES
+  // (tres-alloc of a pending job): the job's GPUs, as job_submit's derive_gpus judged them.
+  bool named = false;
+  for (int i = 14; i <= 17; ++i)
+    if (f[i] != "N/A" && !f[i].empty()) {
+      auto g = parse_gpu_tres(f[i]);   // gpu only, as Slurm decides whether to derive
+      named = named || !g || g->count > 0;
+    }
+  if (!named) {
+    auto held = parse_held_gpus(f[13], SharedGpuGres{});
+    if (!held) ok = false;
+    else r->gpus_total = std::max(r->gpus_total, *held);
+  }
   r->nodes_min = count_field(f[7], &ok);
   r->nodes_max = count_field(f[8], &ok);
   r->ntasks = count_field(f[9], &ok);
@@ -158,85 +190,88 @@ std::vector<std::string> squeue_arguments() {
   return {"-h", "-r", "-t", "all", "-O", format};
 }
 
-std::vector<QueuedJob> parse_squeue(const std::string& text, const Policy& policy, std::vector<std::string>* notes) {
-  std::vector<QueuedJob> out;
-  int skipped = 0, line_no = 0;
-  std::string first_skip;
-  for (const auto& line : split(text, '\n')) {
-    ++line_no;
-    if (line.empty()) continue;
-    auto f = split(line, kSep);
-    if (f.size() == kFields + 1 && f.back().empty()) f.pop_back();
-    const auto skip = [&](const std::string& why) {
-      if (++skipped == 1) first_skip = "line " + std::to_string(line_no) + ": " + why;
-    };
-    if (f.size() != kFields) {
-      skip("has " + std::to_string(f.size()) + " fields, not " + std::to_string(kFields));
-      continue;
-    }
-    const bool pending = pending_state(f[4]), running = running_state(f[4]);
-    if (!pending && !running) continue;
-    if (!plain(f[0]) || !plain(f[1]) || !plain(f[2]) || !plain(f[3])) {
-      skip("unexpected characters in job id, user, account or partition");
-      continue;
-    }
-    QueuedJob q;
-    q.job_id = f[0], q.user = f[1], q.account = f[2], q.partition = f[3];
-    q.running = running;
+bool read_squeue_line(const std::string& line, const Policy& policy, QueuedJob* out) {
+  auto f = split(line, kSep);
+  if (f.size() == kFields + 1 && f.back().empty()) f.pop_back();
+  QueuedJob q;
+  // An unreadable line is kept, with what it names as far as it can be read, unless it
+  // plainly cannot be governed (its state or partitions say so): budgets it could touch are
+  // then marked unusable, never silently left out.
+  const auto unreadable = [&](const std::string& why) {
+    if (f.size() > 4 && readable(f[4]) && !pending_state(f[4]) && !running_state(f[4])) return false;
+    if (f.size() > 3 && readable(f[3]) && !any_governed(f[3], policy)) return false;
+    q.job_id = f.size() > 0 && readable(f[0]) ? f[0] : "";
+    q.user = f.size() > 1 && readable(f[1]) ? f[1] : "";
+    q.account = f.size() > 2 && readable(f[2]) ? f[2] : "";
+    q.partition = f.size() > 3 && readable(f[3]) ? f[3] : "";
+    q.unreadable = why.substr(0, 200);
+    *out = std::move(q);
+    return true;
+  };
+  if (f.size() != kFields)
+    return unreadable("has " + std::to_string(f.size()) + " fields, not " + std::to_string(kFields));
+  const bool pending = pending_state(f[4]), running = running_state(f[4]);
+  if (!pending && !running) return false;
+  if (!readable(f[0]) || !readable(f[1]) || !readable(f[2]) || !readable(f[3]))
+    return unreadable("unexpected characters in job id, user, account or partition");
+  if (!any_governed(f[3], policy)) return false;   // not governed: budgets do not count it
+  q.job_id = f[0], q.user = f[1], q.account = f[2], q.partition = f[3];
+  q.running = running;
+  JobRequest r;
+  if (!read_request(f, policy, &r)) return unreadable("unreadable job request of job " + q.job_id);
+  // What Slurm holds now (running: allocated; pending: requested), GPUs as the policy counts them.
+  auto held = parse_held_gpus(f[13], policy.shared_gres);
+  if (!held) return unreadable("unreadable TRES of job " + q.job_id);
+  if (running) {
     bool ok = true;
-    if (running) {
-      const Partition* part = policy.find_partition(q.partition);
-      if (!part) continue;   // not governed: budgets do not count it
-      const long long limit = duration_s(f[5], &ok), used = duration_s(f[6], &ok);
-      if (!ok) {
-        skip("unreadable time limit or time used");
-        continue;
-      }
-      const double left_h = limit < 0 ? std::max(0.0, fallback_hours(*part) - used / 3600.0)
-                                      : std::max(0LL, limit - used) / 3600.0;
-      q.gpu_hours = allocated_gpus(f[13]) * left_h;
-    } else {
-      JobRequest r;
-      if (!read_request(f, policy, &r)) {
-        skip("unreadable job request of job " + q.job_id);
-        continue;
-      }
-      // The most Slurm may grant in any governed partition of its list.
-      bool governed = false;
-      std::size_t b = 0;
-      while (b <= q.partition.size()) {
-        std::size_t e = q.partition.find(',', b);
-        if (e == std::string::npos) e = q.partition.size();
-        if (const Partition* part = policy.find_partition(q.partition.substr(b, e - b))) {
-          governed = true;
-          JobRequest one = r;
-          one.partition = part->name;
-          const Envelope env = envelope_of(one, *part);
-          const double hours = env.time_limit_min > 0 ? env.hours() : fallback_hours(*part);
-          q.gpu_hours = std::max(q.gpu_hours, env.gpus * hours);
-        }
-        b = e + 1;
-      }
-      if (!governed) continue;
-    }
-    out.push_back(std::move(q));
+    const long long limit = duration_s(f[5], &ok), used = duration_s(f[6], &ok);
+    if (!ok) return unreadable("unreadable time limit or time used of job " + q.job_id);
+    const Partition* part = policy.find_partition(q.partition);
+    if (!part) return false;   // runs in an ungoverned partition of its list
+    const double left_h = limit < 0 ? std::max(0.0, fallback_hours(*part) - used / 3600.0)
+                                    : std::max(0LL, limit - used) / 3600.0;
+    // A GRES accounting does not track (shard or mps without AccountingStorageTRES) is
+    // missing from the allocation: then the request's envelope in its partition.
+    r.partition = part->name;
+    const int gpus = *held > 0 ? *held : envelope_of(r, *part).gpus;
+    q.gpu_hours = gpus * left_h;
+  } else {
+    // The most Slurm may grant in any governed partition of its list, never less than what
+    // it holds requested.
+    each_partition(q.partition, [&](const std::string& name) {
+      const Partition* part = policy.find_partition(name);
+      if (!part) return;
+      JobRequest one = r;
+      one.partition = part->name;
+      const Envelope env = envelope_of(one, *part);
+      const double hours = env.time_limit_min > 0 ? env.hours() : fallback_hours(*part);
+      q.gpu_hours = std::max(q.gpu_hours, std::max(env.gpus, *held) * hours);
+    });
   }
-  if (skipped > 0 && notes)
-    notes->push_back("squeue: skipped " + std::to_string(skipped) + " job line(s) (first: " + first_skip + ")");
+  *out = std::move(q);
+  return true;
+}
+
+std::vector<QueuedJob> parse_squeue(const std::string& text, const Policy& policy) {
+  std::vector<QueuedJob> out;
+  for (const auto& line : split(text, '\n')) {
+    QueuedJob q;
+    if (!line.empty() && read_squeue_line(line, policy, &q)) out.push_back(std::move(q));
+  }
   return out;
 }
 
 void parse_default_accounts(const std::string& text, Ledger* ledger) {
   for (const auto& line : split(text, '\n')) {
     const auto f = split(line, '|');
-    if (f.size() >= 2 && plain(f[0]) && plain(f[1])) ledger->default_account[f[0]] = f[1];
+    if (f.size() >= 2 && readable(f[0]) && readable(f[1])) ledger->default_account[f[0]] = f[1];
   }
 }
 
 void parse_associations(const std::string& text, Ledger* ledger) {
   for (const auto& line : split(text, '\n')) {
     const auto f = split(line, '|');
-    if (f.size() < 2 || !plain(f[0]) || !plain(f[1])) continue;   // account-level rows have no user
+    if (f.size() < 2 || !readable(f[0]) || !readable(f[1])) continue;   // account-level rows have no user
     auto& list = ledger->accounts[f[0]];
     if (std::find(list.begin(), list.end(), f[1]) == list.end()) list.push_back(f[1]);
   }
@@ -252,45 +287,61 @@ std::int64_t earliest_start(const Budgets& budgets, std::int64_t snapshot) {
   return earliest;
 }
 
-void count_budgets(const Budgets& budgets, const Policy& policy, const std::vector<UsedRun>& runs,
-                   const std::vector<QueuedJob>& queue, std::int64_t snapshot, Ledger* ledger) {
-  struct Sums {
-    Window now, before;
-    double used = 0, used_before = 0, committed = 0, liens = 0;
-    int running = 0, pending = 0;
-  };
-  std::vector<Sums> sums(budgets.list.size());
+UsageCounter::UsageCounter(const Budgets& budgets, const Policy& policy, std::int64_t snapshot)
+    : budgets_(budgets), policy_(policy), snapshot_(snapshot), sums_(budgets.list.size()) {
   for (std::size_t i = 0; i < budgets.list.size(); ++i) {
-    sums[i].now = window_at(budgets.list[i].period, snapshot);
-    sums[i].before = previous_window(budgets.list[i].period, sums[i].now);
+    sums_[i].now = window_at(budgets.list[i].period, snapshot);
+    sums_[i].before = previous_window(budgets.list[i].period, sums_[i].now);
   }
+}
+
+void UsageCounter::add(const UsedRun& run) {
+  if (run.start < 0 || run.gpus <= 0 || !policy_.find_partition(run.partition)) return;
   const auto overlap_h = [](std::int64_t a, std::int64_t b, std::int64_t lo, std::int64_t hi) {
     const std::int64_t s = std::max(a, lo), e = std::min(b, hi);
     return e > s ? (e - s) / 3600.0 : 0.0;
   };
-  for (const auto& run : runs) {
-    if (run.start < 0 || run.gpus <= 0 || !policy.find_partition(run.partition)) continue;
-    const std::int64_t end = run.end < 0 ? snapshot : std::min(run.end, snapshot);
-    for (int i : budgets.applying(run.account, run.user)) {
-      const Budget& b = budgets.list[i];
-      Sums& s = sums[i];
-      s.used += amount(b, policy, run.gpus * overlap_h(run.start, end, s.now.start, std::min(s.now.end, snapshot)), run.partition);
-      if (b.carry_over > 0)
-        s.used_before += amount(b, policy, run.gpus * overlap_h(run.start, end, s.before.start, s.before.end), run.partition);
-    }
+  const std::int64_t end = run.end < 0 ? snapshot_ : std::min(run.end, snapshot_);
+  for (int i : budgets_.applying(run.account, run.user)) {
+    const Budget& b = budgets_.list[i];
+    Sums& s = sums_[i];
+    s.used += amount(b, policy_, run.gpus * overlap_h(run.start, end, s.now.start, std::min(s.now.end, snapshot_)), run.partition);
+    if (b.carry_over > 0)
+      s.used_before += amount(b, policy_, run.gpus * overlap_h(run.start, end, s.before.start, s.before.end), run.partition);
   }
-  for (const auto& q : queue) {
-    for (int i : budgets.applying(q.account, q.user)) {
-      const Budget& b = budgets.list[i];
-      if (!b.counts(q.partition) || q.gpu_hours <= 0) continue;
-      const double a = amount(b, policy, q.gpu_hours, q.partition);
-      if (q.running) sums[i].committed += a, ++sums[i].running;
-      else sums[i].liens += a, ++sums[i].pending;
-    }
+}
+
+void UsageCounter::add(const QueuedJob& q) {
+  if (!q.unreadable.empty()) {
+    unreadable(q.account, q.user, q.partition, "squeue: job " + (q.job_id.empty() ? "?" : q.job_id) + ": " + q.unreadable);
+    return;
   }
-  for (std::size_t i = 0; i < budgets.list.size(); ++i) {
-    const Budget& b = budgets.list[i];
-    const Sums& s = sums[i];
+  for (int i : budgets_.applying(q.account, q.user)) {
+    const Budget& b = budgets_.list[i];
+    if (!b.counts(q.partition) || q.gpu_hours <= 0) continue;
+    const double a = amount(b, policy_, q.gpu_hours, q.partition);
+    if (q.running) sums_[i].committed += a, ++sums_[i].running;
+    else sums_[i].liens += a, ++sums_[i].pending;
+  }
+}
+
+void UsageCounter::unreadable(const std::string& account, const std::string& user, const std::string& partition,
+                              const std::string& why) {
+  // Every budget the record could be charged to: an unknown account, user or partition
+  // could be any.
+  for (std::size_t i = 0; i < budgets_.list.size(); ++i) {
+    const Budget& b = budgets_.list[i];
+    const bool could = (account.empty() || b.account.empty() || b.account == account) &&
+                       (user.empty() || b.user.empty() || b.user == user) &&
+                       (partition.empty() || b.counts(partition));
+    if (could && sums_[i].unusable.empty()) sums_[i].unusable = why.substr(0, 300);
+  }
+}
+
+void UsageCounter::finish(Ledger* ledger) const {
+  for (std::size_t i = 0; i < budgets_.list.size(); ++i) {
+    const Budget& b = budgets_.list[i];
+    const Sums& s = sums_[i];
     LedgerEntry e;
     e.identity = b.identity();
     e.window = s.now;
@@ -299,11 +350,20 @@ void count_budgets(const Budgets& budgets, const Policy& policy, const std::vect
     e.liens = s.liens;
     e.running = s.running;
     e.pending = s.pending;
+    e.unusable = s.unusable;
     if (b.carry_over > 0) e.carry_in = std::clamp(b.limit - s.used_before, 0.0, b.carry_over * b.limit);
-    const double elapsed_h = (std::min(snapshot, s.now.end) - s.now.start) / 3600.0;
+    const double elapsed_h = (std::min(snapshot_, s.now.end) - s.now.start) / 3600.0;
     e.burn_per_hour = elapsed_h > 1.0 / 60 ? s.used / elapsed_h : 0;
     ledger->entries[b.name] = e;
   }
+}
+
+void count_budgets(const Budgets& budgets, const Policy& policy, const std::vector<UsedRun>& runs,
+                   const std::vector<QueuedJob>& queue, std::int64_t snapshot, Ledger* ledger) {
+  UsageCounter counter(budgets, policy, snapshot);
+  for (const auto& run : runs) counter.add(run);
+  for (const auto& q : queue) counter.add(q);
+  counter.finish(ledger);
 }
 
 }  // namespace scaleguard::budget

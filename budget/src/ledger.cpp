@@ -49,10 +49,13 @@ std::string format_ledger(const Ledger& l) {
                   {"used", e.used},           {"committed", e.committed},    {"liens", e.liens},
                   {"carry_in", e.carry_in},   {"running", e.running},        {"pending", e.pending},
                   {"burn_per_hour", e.burn_per_hour}};
+  for (const auto& [n, e] : l.entries)
+    if (!e.unusable.empty()) entries[n]["unusable"] = e.unusable;
   j["budgets"] = entries;
   j["default_account"] = l.default_account;
   j["accounts"] = l.accounts;
   j["notes"] = l.notes;
+  j["jobs"] = l.job_gpu_hours;
   return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -86,6 +89,10 @@ Result<Ledger> parse_ledger(const std::string& text) {
                     whole(e["pending"], 0, 1LL << 31, &pending) &&
                     (!e.contains("burn_per_hour") || finite_amount(e["burn_per_hour"], &le.burn_per_hour));
     if (!ok || le.window.end <= le.window.start) return bad("budget '" + n.substr(0, 64) + "'");
+    if (e.contains("unusable")) {
+      if (!e["unusable"].is_string() || e["unusable"].get<std::string>().empty()) return bad("budget '" + n.substr(0, 64) + "' unusable");
+      le.unusable = e["unusable"].get<std::string>().substr(0, 1024);
+    }
     le.identity = e["identity"].get<std::string>();
     le.running = static_cast<int>(running);
     le.pending = static_cast<int>(pending);
@@ -109,6 +116,14 @@ Result<Ledger> parse_ledger(const std::string& text) {
         if (!name(a, &acct)) return bad("accounts of '" + u.substr(0, 64) + "'");
         out.push_back(acct);
       }
+    }
+  }
+  if (j.contains("jobs")) {
+    if (!j["jobs"].is_object()) return bad("jobs");
+    for (const auto& [id, v] : j["jobs"].items()) {
+      double h = 0;
+      if (id.empty() || id.size() > kMaxName || !finite_amount(v, &h)) return bad("job '" + id.substr(0, 64) + "'");
+      l.job_gpu_hours[id] = h;
     }
   }
   if (j.contains("notes") && j["notes"].is_array())

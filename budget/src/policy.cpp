@@ -42,6 +42,13 @@ bool plain_name(const std::string& s) {
   return true;
 }
 
+// A user name as Slurm takes it from the system: also SSSD's user@domain.
+bool user_name(const std::string& s) {
+  const auto at = s.find('@');
+  return at == std::string::npos ? plain_name(s)
+                                 : s.size() <= 128 && plain_name(s.substr(0, at)) && plain_name(s.substr(at + 1));
+}
+
 const ini::Entry* entry_of(const ini::File& f, const std::string& section, const char* key) {
   for (const auto& e : f.entries)
     if (e.section == section && e.key == key) return &e;
@@ -159,8 +166,8 @@ Result<Budget> parse_budget(const ini::File& f, const ini::Section& sec, const P
     return head.message = "a budget needs an account, a user or both", head.hint = "account = ml, user = alice", head;
   if (!b.account.empty() && !plain_name(b.account))
     return f.error_at(*entry_of(f, h, "account"), "'" + b.account + "' is not an account name", "e.g. ml-team");
-  if (!b.user.empty() && !plain_name(b.user))
-    return f.error_at(*entry_of(f, h, "user"), "'" + b.user + "' is not a user name", "e.g. alice");
+  if (!b.user.empty() && !user_name(b.user))
+    return f.error_at(*entry_of(f, h, "user"), "'" + b.user + "' is not a user name", "e.g. alice or alice@corp.example");
   const auto* gh = entry_of(f, h, "gpu_hours");
   const auto* usd = entry_of(f, h, "dollars");
   if (!gh == !usd)

@@ -1,5 +1,6 @@
 // Value parsers shared by the CLI, the config loaders and both Slurm plugins: bounded,
 // locale-free (std::from_chars), no exceptions.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -251,6 +252,38 @@ Result<GpuTres> parse_gpu_tres(const std::string& raw, const SharedGpuGres& shar
   }
   out.count = static_cast<int>(total);
   return out;
+}
+
+Result<int> parse_held_gpus(const std::string& tres, const SharedGpuGres& shared) {
+  const std::string hint = "a TRES list like cpu=8,gres/gpu=4,gres/gpu:a100=4";
+  if (tres.size() > 65536 || text::has_control(tres)) return value_error("malformed TRES list", hint);
+  const char* const kNames[] = {"gpu", "shard", "mps"};
+  long long untyped[3] = {-1, -1, -1}, typed[3] = {0, 0, 0};
+  for (const auto& item : text::split(tres, ',')) {
+    if (item.rfind("gres/", 0) != 0) continue;   // cpu=8, mem=64G, node=1, license/...
+    const auto eq = item.find('=');
+    const std::string key = item.substr(5, eq == std::string::npos ? std::string::npos : eq - 5);
+    const std::string name = key.substr(0, key.find(':'));
+    for (int i = 0; i < 3; ++i) {
+      if (name != kNames[i]) continue;
+      if (eq == std::string::npos) return value_error("TRES entry '" + item + "' is not NAME=COUNT", hint);
+      const std::string count = item.substr(eq + 1);
+      if (count.empty() || count.size() > 9 || count.find_first_not_of("0123456789") != std::string::npos)
+        return value_error("GPU count '" + count + "' in '" + item + "' is not a whole number up to 999999999", hint);
+      const long long n = std::stoll(count);
+      if (key == name) untyped[i] = n;
+      else typed[i] = std::min(typed[i] + n, 1LL << 40);
+    }
+  }
+  // Back through parse_gpu_tres: the one place that says what a shard or an mps unit is worth.
+  std::string list;
+  for (int i = 0; i < 3; ++i) {
+    const long long n = untyped[i] >= 0 ? untyped[i] : typed[i];
+    if (n > 0) list += (list.empty() ? "" : ",") + std::string(kNames[i]) + "=" + std::to_string(n);
+  }
+  auto g = parse_gpu_tres(list, shared);
+  if (!g) return g.error();
+  return g->count;
 }
 
 }  // namespace scaleguard

@@ -88,28 +88,14 @@ bool parse_uint(const std::string& text, long long max, long long& out) {
   return out <= max;
 }
 
-// GPUs in a TRES list: "billing=8,cpu=8,gres/gpu=8,gres/gpu:a100=8,mem=64G,node=1".
-// The untyped gres/gpu entry is the total; typed entries repeat it, so they are summed only
-// when no untyped entry exists.
-Result<int> gpus_in_tres(const std::string& tres) {
-  long long untyped = -1, typed = 0;
+// GPUs in a TRES list, by the policy's definition (gres/gpu, and shard/mps per
+// shared_gpu_gres): planner's parse_held_gpus, shared with the budget sync.
+Result<int> gpus_in_tres(const std::string& tres, const SharedGpuGres& shared) {
   if (tres.empty()) return 0;
-  for (const auto& item : split(tres, ',')) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Error{"TRES entry '" + item + "' is not NAME=COUNT", "", 0, "", ""};
-    const std::string name = item.substr(0, eq);
-    if (name != "gres/gpu" && name.rfind("gres/gpu:", 0) != 0) continue;
-    long long n = 0;
-    if (!parse_uint(item.substr(eq + 1), kMaxGpus, n))
-      return Error{"GPU count '" + item.substr(eq + 1) + "' in '" + item +
-                       "' is not a whole number up to " + std::to_string(kMaxGpus),
-                   "", 0, "", ""};
-    if (name == "gres/gpu") untyped = n; else typed += n;
-  }
-  const long long total = untyped >= 0 ? untyped : typed;
-  if (total > kMaxGpus) return Error{"GPU count " + std::to_string(total) + " is absurd", "", 0, "", ""};
-  return static_cast<int>(total);
+  auto n = parse_held_gpus(tres, shared);
+  if (!n) return Error{n.error().message, "", 0, "", ""};
+  if (*n > kMaxGpus) return Error{"GPU count " + std::to_string(*n) + " is absurd", "", 0, "", ""};
+  return *n;
 }
 
 // sacct prints "Unknown" (running: End) or "None" (pending: Start) for times it lacks.
@@ -154,8 +140,106 @@ std::string format_time(std::int64_t t) {
 
 std::string format_day(std::int64_t t) { return format_time(t).substr(0, 10); }
 
+namespace {
+
+// The columns found in a header line, by name (-1 = absent).
+SacctColumns find_columns(const std::vector<std::string>& header) {
+  SacctColumns c;
+  c.count = header.size();
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const std::string name = lower(header[i]);
+    const int at = static_cast<int>(i);
+    if (name == "jobid") c.job = at;
+    else if (name == "jobname") c.name = at;
+    else if (name == "user") c.user = at;
+    else if (name == "account") c.account = at;
+    else if (name == "partition") c.partition = at;
+    else if (name == "state") c.state = at;
+    else if (name == "start") c.start = at;
+    else if (name == "end") c.end = at;
+    else if (name == "elapsedraw") c.elapsed = at;
+    else if (name == "alloctres") c.alloc = at;
+    else if (name == "reqtres") c.req = at;
+    else if (name == "nnodes") c.nodes = at;
+    else if (name == "exitcode") c.exit = at;
+    else if (name == "nodelist") c.nodelist = at;
+    else if (name == "admincomment") c.admin_comment = at;
+    else if (name == "comment") c.comment = at;
+  }
+  return c;
+}
+
+// The first required column the header lacks; "" when it has them all.
+std::string missing_column(const SacctColumns& c) {
+  const std::pair<int, const char*> required[] = {
+      {c.job, "JobID"},     {c.user, "User"},         {c.partition, "Partition"},
+      {c.state, "State"},   {c.start, "Start"},       {c.end, "End"},
+      {c.elapsed, "ElapsedRaw"}, {c.alloc, "AllocTRES"}};
+  for (const auto& [col, name] : required)
+    if (col < 0) return name;
+  return "";
+}
+
+// The identity fields of a record, as far as the line has them (for a caller that must say
+// which budgets an unreadable record could touch).
+void read_identity(const std::vector<std::string>& fields, const SacctColumns& c, Run* run) {
+  const auto get = [&](int col) { return col >= 0 && static_cast<std::size_t>(col) < fields.size() ? fields[col] : ""; };
+  run->job_id = get(c.job), run->user = get(c.user), run->account = get(c.account), run->partition = get(c.partition);
+}
+
+// One record with exactly the header's fields. A step record ("123.batch") is returned with
+// an empty state: the caller decides what it tells (parse_sacct: checkpointed stops).
+// Errors name the field (Error::field) and why.
+Result<Run> read_run(const std::vector<std::string>& fields, const SacctColumns& c, const SharedGpuGres& shared) {
+  const auto get = [&](int col) { return col >= 0 ? fields[col] : std::string(); };
+  const auto bad = [](const std::string& field, const std::string& message) {
+    return Error{message, "", 0, field, ""};
+  };
+  Run run;
+  read_identity(fields, c, &run);
+  if (run.job_id.empty()) return bad("JobID", "is empty");
+  if (run.job_id.find('.') != std::string::npos) {
+    run.exit_code = get(c.exit);
+    return run;
+  }
+  const std::string state = get(c.state);
+  run.state = state.substr(0, state.find(' '));
+  if (run.state.empty()) return bad("State", "is empty");
+  auto start = optional_time(get(c.start));
+  if (!start) return bad("Start", start.error().message);
+  run.start = *start;
+  auto end = optional_time(get(c.end));
+  if (!end) return bad("End", end.error().message);
+  run.end = *end;
+  long long elapsed = 0;
+  if (!parse_uint(get(c.elapsed), kMaxElapsed, elapsed))
+    return bad("ElapsedRaw", "'" + get(c.elapsed) + "' is not a number of seconds");
+  run.elapsed_s = elapsed;
+  if (elapsed > 0 && run.start < 0) return bad("Start", "is unknown but the job ran " + std::to_string(elapsed) + " s");
+  auto alloc = gpus_in_tres(get(c.alloc), shared);
+  if (!alloc) return bad("AllocTRES", alloc.error().message);
+  run.gpus = *alloc;
+  // A job cancelled while pending may carry Start = End (Slurm stamps both at the cancel)
+  // but was never allocated anything: it did not start.
+  if (elapsed == 0 && get(c.alloc).empty()) run.start = -1;
+  auto req = gpus_in_tres(get(c.req), shared);
+  if (!req) return bad("ReqTRES", req.error().message);
+  run.gpus_requested = *req;
+  if (c.nodes >= 0 && !get(c.nodes).empty()) {
+    long long n = 0;
+    if (!parse_uint(get(c.nodes), 1000000, n)) return bad("NNodes", "'" + get(c.nodes) + "' is not a node count");
+    run.nodes = static_cast<int>(n);
+  }
+  run.exit_code = get(c.exit);
+  run.node_list = get(c.nodelist);
+  run.admin_comment = get(c.admin_comment);
+  return run;
+}
+
+}  // namespace
+
 Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source,
-                                     SacctSkips* skips) {
+                                     SacctSkips* skips, const SharedGpuGres& shared) {
   auto fail = [&](int line, const std::string& field, const std::string& message,
                   const std::string& hint = "") {
     return Error{message, source, line, field, hint};
@@ -198,43 +282,15 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
   // report` asks sacct for, or '|' (sacct's default) in a file saved by hand or before.
   const char delim = lines[0].text.find(kSacctDelimiter) != std::string::npos ? kSacctDelimiter : '|';
   const std::vector<std::string> header = split(lines[0].text, delim);
-  const std::size_t n_cols = header.size();
-  int col_job = -1, col_user = -1, col_account = -1, col_partition = -1, col_state = -1,
-      col_start = -1, col_end = -1, col_elapsed = -1, col_alloc = -1, col_req = -1,
-      col_nodes = -1, col_exit = -1, col_nodelist = -1, col_admin_comment = -1;
+  const SacctColumns cols = find_columns(header);
+  const std::size_t n_cols = cols.count;
+  if (const std::string missing = missing_column(cols); !missing.empty())
+    return fail(lines[0].no, missing, "header has no " + missing + " column",
+                "run sacct --parsable2 --format=" + std::string(kSacctFormat));
   // JobName and Comment: what users write, never read (a saved file may have them).
-  int col_name = -1, col_comment = -1;
-  for (std::size_t i = 0; i < n_cols; ++i) {
-    const std::string name = lower(header[i]);
-    const int c = static_cast<int>(i);
-    if (name == "jobid") col_job = c;
-    else if (name == "jobname") col_name = c;
-    else if (name == "user") col_user = c;
-    else if (name == "account") col_account = c;
-    else if (name == "partition") col_partition = c;
-    else if (name == "state") col_state = c;
-    else if (name == "start") col_start = c;
-    else if (name == "end") col_end = c;
-    else if (name == "elapsedraw") col_elapsed = c;
-    else if (name == "alloctres") col_alloc = c;
-    else if (name == "reqtres") col_req = c;
-    else if (name == "nnodes") col_nodes = c;
-    else if (name == "exitcode") col_exit = c;
-    else if (name == "nodelist") col_nodelist = c;
-    else if (name == "admincomment") col_admin_comment = c;
-    else if (name == "comment") col_comment = c;
-  }
-  const std::pair<int, const char*> required[] = {
-      {col_job, "JobID"},     {col_user, "User"},         {col_partition, "Partition"},
-      {col_state, "State"},   {col_start, "Start"},       {col_end, "End"},
-      {col_elapsed, "ElapsedRaw"}, {col_alloc, "AllocTRES"}};
-  for (const auto& [col, name] : required)
-    if (col < 0)
-      return fail(lines[0].no, name, "header has no " + std::string(name) + " column",
-                  "run sacct --parsable2 --format=" + std::string(kSacctFormat));
-  if (col_name >= 0) skipped.user_text_column = header[col_name];
-  else if (col_comment >= 0) skipped.user_text_column = header[col_comment];
-  const bool user_text = col_name >= 0 || col_comment >= 0;
+  if (cols.name >= 0) skipped.user_text_column = header[cols.name];
+  else if (cols.comment >= 0) skipped.user_text_column = header[cols.comment];
+  const bool user_text = cols.name >= 0 || cols.comment >= 0;
 
   std::vector<Run> runs;
   for (std::size_t li = 1; li < lines.size(); ++li) {
@@ -251,9 +307,9 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     // joined back.
     if (fields.size() > n_cols) {
       const int last = static_cast<int>(n_cols) - 1;
-      const int free_text = (col_name >= 0) + (col_comment >= 0) + (col_admin_comment >= 0);
+      const int free_text = (cols.name >= 0) + (cols.comment >= 0) + (cols.admin_comment >= 0);
       const bool last_is_free_text =
-          col_name == last || col_comment == last || col_admin_comment == last;
+          cols.name == last || cols.comment == last || cols.admin_comment == last;
       if (delim != '|' || free_text != 1 || !last_is_free_text) {
         skip(line_no, line_no, "has " + std::to_string(fields.size()) + " fields, header has " +
                                    std::to_string(n_cols) + " (a field holds the delimiter)");
@@ -289,72 +345,54 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
       continue;
     }
 
-    auto get = [&](int col) { return col >= 0 ? fields[col] : std::string(); };
-    auto bad = [&](const std::string& field, const std::string& message) {
-      skip(line_no, line_no, field + ": " + message);
-    };
-    Run run;
-    run.line = line_no;
-    run.job_id = get(col_job);
-    if (run.job_id.empty()) { bad("JobID", "is empty"); continue; }
+    auto run = read_run(fields, cols, shared);
+    if (!run) {
+      skip(line_no, line_no, run.error().field + ": " + run.error().message);
+      continue;
+    }
     // Steps (123.batch, 123.0, 123.extern) appear without -X, after their run's allocation
     // line, which covers their GPU time. A step that exited with the runner's "stopped after
     // a checkpoint" code tells that the run's work was saved before it ended.
-    if (const auto dot = run.job_id.find('.'); dot != std::string::npos) {
-      if (!runs.empty() && runs.back().job_id == run.job_id.substr(0, dot) &&
-          get(col_exit) == std::to_string(kExitStoppedAfterCheckpoint) + ":0")
+    if (run->state.empty()) {
+      const std::string& id = run->job_id;
+      if (!runs.empty() && runs.back().job_id == id.substr(0, id.find('.')) &&
+          run->exit_code == std::to_string(kExitStoppedAfterCheckpoint) + ":0")
         runs.back().checkpointed_stop = true;
       continue;
     }
-    run.user = get(col_user);
-    run.account = get(col_account);
-    run.partition = get(col_partition);
-    const std::string state = get(col_state);
-    run.state = state.substr(0, state.find(' '));
-    if (run.state.empty()) { bad("State", "is empty"); continue; }
-
-    auto start = optional_time(get(col_start));
-    if (!start) { bad("Start", start.error().message); continue; }
-    run.start = *start;
-    auto end = optional_time(get(col_end));
-    if (!end) { bad("End", end.error().message); continue; }
-    run.end = *end;
-
-    long long elapsed = 0;
-    if (!parse_uint(get(col_elapsed), kMaxElapsed, elapsed)) {
-      bad("ElapsedRaw", "'" + get(col_elapsed) + "' is not a number of seconds");
-      continue;
-    }
-    run.elapsed_s = elapsed;
-    if (elapsed > 0 && run.start < 0) {
-      bad("Start", "is unknown but the job ran " + std::to_string(elapsed) + " s");
-      continue;
-    }
-
-    auto alloc = gpus_in_tres(get(col_alloc));
-    if (!alloc) { bad("AllocTRES", alloc.error().message); continue; }
-    run.gpus = *alloc;
-    // A job cancelled while pending may carry Start = End (Slurm stamps both at the cancel)
-    // but was never allocated anything: it did not start.
-    if (elapsed == 0 && get(col_alloc).empty()) run.start = -1;
-    auto req = gpus_in_tres(get(col_req));
-    if (!req) { bad("ReqTRES", req.error().message); continue; }
-    run.gpus_requested = *req;
-
-    if (col_nodes >= 0 && !get(col_nodes).empty()) {
-      long long n = 0;
-      if (!parse_uint(get(col_nodes), 1000000, n)) {
-        bad("NNodes", "'" + get(col_nodes) + "' is not a node count");
-        continue;
-      }
-      run.nodes = static_cast<int>(n);
-    }
-    run.exit_code = get(col_exit);
-    run.node_list = get(col_nodelist);
-    run.admin_comment = get(col_admin_comment);
-    runs.push_back(std::move(run));
+    runs.push_back(std::move(run).value());
+    runs.back().line = line_no;
   }
   return runs;
+}
+
+Result<bool> SacctLines::header(const std::string& line) {
+  delim_ = line.find(kSacctDelimiter) != std::string::npos ? kSacctDelimiter : '|';
+  cols_ = find_columns(split(line, delim_));
+  const std::string missing = missing_column(cols_);
+  if (!missing.empty())
+    return Error{"header has no " + missing + " column", "", 0, missing,
+                 "run sacct --parsable2 --format=" + std::string(kSacctFormat)};
+  if (cols_.name >= 0 || cols_.comment >= 0)
+    return Error{"has a column users write (JobName or Comment): a record may span lines", "", 0, "", ""};
+  return true;
+}
+
+Result<std::optional<Run>> SacctLines::record(const std::string& line, Run* partial) {
+  const auto fields = split(line, delim_);
+  if (fields.size() == 1 && line.find_first_not_of(" \t\r") == std::string::npos) return std::optional<Run>{};
+  if (fields.size() != cols_.count) {
+    if (partial) read_identity(fields, cols_, partial);
+    return Error{"has " + std::to_string(fields.size()) + " fields, header has " + std::to_string(cols_.count), "",
+                 0, "", ""};
+  }
+  auto run = read_run(fields, cols_, shared_);
+  if (!run) {
+    if (partial) read_identity(fields, cols_, partial);
+    return Error{run.error().field + ": " + run.error().message, "", 0, run.error().field, ""};
+  }
+  if (run->state.empty()) return std::optional<Run>{};   // a step: its run's line covers it
+  return std::optional<Run>{std::move(run).value()};
 }
 
 std::string SacctSkips::message() const {

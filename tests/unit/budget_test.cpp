@@ -5,6 +5,7 @@
 #include "scaleguard/budget.h"
 #include "scaleguard/budget_admit.h"
 #include "scaleguard/budget_ledger.h"
+#include "scaleguard/report.h"
 #include "test_support.h"
 
 namespace scaleguard::budget {
@@ -201,7 +202,7 @@ TEST(BudgetLedger, RoundTripsAndRefusesMalformedFiles) {
   Ledger l;
   l.snapshot = 1764928000;
   l.written = 1764928003;
-  l.entries["a"] = LedgerEntry{"id", {100, 200}, 1.5, 2.25, 3, 0.5, 1, 2, 0.1};
+  l.entries["a"] = LedgerEntry{"id", {100, 200}, 1.5, 2.25, 3, 0.5, 1, 2, 0.1, ""};
   l.default_account["alice"] = "ml";
   l.accounts["alice"] = {"ml", "cv"};
   l.notes.push_back("squeue: skipped 1 job line(s)");
@@ -251,24 +252,26 @@ TEST(BudgetCount, SqueueLinesBecomeEnvelopesAndRemainingTime) {
       squeue_line({"8", "bob", "ml", "od", "COMPLETING", "10:00", "0:00", "1", "1", "1", "0", "*:*:*", "OK", "",
                    "gres:gpu:1", "N/A", "N/A", "N/A", ""}) +
       "9\x1f" "bob\x1f" "ml\n";
-  std::vector<std::string> notes;
-  auto q = parse_squeue(text, *l.policy, &notes);
-  ASSERT_EQ(q.size(), 4u);
+  auto q = parse_squeue(text, *l.policy);
+  ASSERT_EQ(q.size(), 5u);
   EXPECT_EQ(q[0].job_id, "1_0");
   EXPECT_DOUBLE_EQ(q[0].gpu_hours, 2 * 4 * 0.5);
   EXPECT_DOUBLE_EQ(q[1].gpu_hours, 2);
   EXPECT_TRUE(q[2].running);
   EXPECT_DOUBLE_EQ(q[2].gpu_hours, 6);
   EXPECT_DOUBLE_EQ(q[3].gpu_hours, 8 * 24);
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("skipped 1 job line"), std::string::npos) << notes[0];
+  // The cut line is kept, unreadable, with the names it has: its budgets become unusable.
+  EXPECT_EQ(q[4].user, "bob");
+  EXPECT_EQ(q[4].account, "ml");
+  EXPECT_NE(q[4].unreadable.find("has 3 fields"), std::string::npos) << q[4].unreadable;
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(q[i].unreadable.empty()) << i;
   const auto args = squeue_arguments();
   EXPECT_EQ(args[1], "-r");
 }
 
 // Found by fuzz_budget (UBSan, signed overflow): a day field of 20 digits, a negative day, an
-// empty limit and a typed GPU sum past int are skipped or bounded, never undefined.
-TEST(BudgetCount, HostileDurationsAndGpuCountsAreSkippedOrBounded) {
+// empty limit and a typed GPU sum past int are unreadable or bounded, never undefined.
+TEST(BudgetCount, HostileDurationsAndGpuCountsAreUnreadableOrBounded) {
   auto l = load(kSettings);
   ASSERT_TRUE(l.policy) << l.error.str();
   const auto running = [](const std::string& limit, const std::string& tres) {
@@ -278,13 +281,109 @@ TEST(BudgetCount, HostileDurationsAndGpuCountsAreSkippedOrBounded) {
   const std::string text = running("99999999999999999999-00:00:00", "gres/gpu=8") +
                            running("-5-00:00:00", "gres/gpu=8") + running("1-", "gres/gpu=8") +
                            running("1-00:00:00:00", "gres/gpu=8") +
-                           running("1:00:00", "gres/gpu:a=2147483647,gres/gpu:b=2147483647");
-  std::vector<std::string> notes;
-  auto q = parse_squeue(text, *l.policy, &notes);
+                           running("1:00:00", "gres/gpu:a=2147483647,gres/gpu:b=2147483647") +
+                           running("1:00:00", "gres/gpu=8");
+  auto q = parse_squeue(text, *l.policy);
+  ASSERT_EQ(q.size(), 6u);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(q[i].unreadable.empty()) << i;
+  EXPECT_TRUE(q[5].unreadable.empty());
+  EXPECT_DOUBLE_EQ(q[5].gpu_hours, 6);
+}
+
+// Issue 36 class 1: `sbatch -n 4 --ntasks-per-gpu=2` names no GPU; slurmctld derives
+// gres/gpu=2 and keeps it in its GRES list, which squeue prints only as the pending job's
+// requested TRES (tres-alloc). The line as Slurm 22.05 printed it on the dev cluster.
+TEST(BudgetCount, GpusSlurmDerivedFromNtasksPerGpuAreCharged) {
+  auto l = load(kSettings);
+  ASSERT_TRUE(l.policy) << l.error.str();
+  const std::string text =
+      squeue_line({"1", "sguser", "ml", "od", "PENDING", "30:00", "0:00", "1", "1", "4", "0", "*:*:*", "OK",
+                   "cpu=4,mem=1M,node=1,billing=4,gres/gpu=2", "N/A", "N/A", "N/A", "N/A", ""}) +
+      // -N 2 --ntasks-per-gpu=1, running: its allocation says 2
+      squeue_line({"2", "sguser", "ml", "od", "RUNNING", "30:00", "0:00", "2", "2", "2", "0", "*:*:*", "OK",
+                   "cpu=2,node=2,billing=2,gres/gpu=2", "N/A", "N/A", "N/A", "N/A", ""}) +
+      // A named request is judged by its envelope, never below what Slurm holds.
+      squeue_line({"3", "sguser", "ml", "od", "PENDING", "1:00:00", "0:00", "1", "1", "1", "0", "*:*:*", "OK",
+                   "cpu=1,node=1,gres/gpu=3", "N/A", "gres:gpu:2", "N/A", "N/A", ""});
+  auto q = parse_squeue(text, *l.policy);
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_DOUBLE_EQ(q[0].gpu_hours, 2 * 0.5);
+  EXPECT_DOUBLE_EQ(q[1].gpu_hours, 2 * 0.5);
+  EXPECT_DOUBLE_EQ(q[2].gpu_hours, 3);
+}
+
+// Issue 36 class 8: Slurm's field syntax read whole: a partition list past 256 bytes (an
+// ungoverned partition named 60 times, then a governed one) and SSSD's user@domain.
+TEST(BudgetCount, LongPartitionListsAndUserAtDomainAreRead) {
+  auto l = load(kSettings + "[budget a]\nuser = alice@corp.example\ngpu_hours = 100\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  std::string parts;
+  for (int i = 0; i < 60; ++i) parts += "debug,";
+  parts += "od";
+  ASSERT_GT(parts.size(), 256u);
+  const std::string text =
+      squeue_line({"5", "alice@corp.example", "ml", parts, "PENDING", "1:00:00", "0:00", "1", "1", "1", "0", "*:*:*",
+                   "OK", "cpu=1,gres/gpu=4", "gres:gpu:4", "N/A", "N/A", "N/A", ""});
+  auto q = parse_squeue(text, *l.policy);
   ASSERT_EQ(q.size(), 1u);
-  EXPECT_LE(q[0].gpu_hours, 1e6);
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("skipped 4 job line"), std::string::npos) << notes[0];
+  EXPECT_TRUE(q[0].unreadable.empty()) << q[0].unreadable;
+  EXPECT_EQ(q[0].user, "alice@corp.example");
+  EXPECT_DOUBLE_EQ(q[0].gpu_hours, 4);
+  Ledger ledger;
+  count_budgets(*l.budgets, *l.policy, {}, q, at("2026-12-05T12:00:00"), &ledger);
+  EXPECT_DOUBLE_EQ(ledger.entries.at("a").liens, 4);
+}
+
+// Issue 36 class 9: shard and mps count as the policy says (shard:1, mps:100 by default)
+// once they run, as at submission.
+TEST(BudgetCount, SharedGpusCountOnceTheyRun) {
+  auto l = load(kSettings);
+  ASSERT_TRUE(l.policy) << l.error.str();
+  const auto running = [](const std::string& tres, const std::string& per_node) {
+    return squeue_line({"3", "bob", "ml", "od", "RUNNING", "1:00:00", "0:00", "1", "1", "1", "0", "*:*:*", "OK", tres,
+                        "N/A", per_node, "N/A", "N/A", ""});
+  };
+  auto q = parse_squeue(running("cpu=1,mem=1M,node=1,billing=1,gres/shard=2", "gres:shard:2") +
+                            running("cpu=1,gres/mps=150,gres/mps:a100=150", "gres:mps:150") +
+                            // shard not tracked by accounting: the request's envelope
+                            running("cpu=1,mem=1M,node=1,billing=1", "gres:shard:3"),
+                        *l.policy);
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_DOUBLE_EQ(q[0].gpu_hours, 2);
+  EXPECT_DOUBLE_EQ(q[1].gpu_hours, 2);   // 150% of a GPU rounds up, as at submission
+  EXPECT_DOUBLE_EQ(q[2].gpu_hours, 3);
+  auto g = parse_held_gpus("cpu=8,gres/gpu=4,gres/gpu:a100=4,gres/shard=2", l.policy->shared_gres);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(*g, 6);
+  EXPECT_EQ(*parse_held_gpus("gres/gpu:a100=2,gres/gpu:h100=1,mem=1G", l.policy->shared_gres), 3);
+  EXPECT_EQ(*parse_held_gpus("gres/shard=2", SharedGpuGres{}), 0);   // shared_gpu_gres = off
+}
+
+// A record the sync cannot read marks only the budgets it could be charged to; the mark
+// survives the ledger file.
+TEST(BudgetCount, UnreadableRecordsMarkOnlyTheBudgetsTheyCouldTouch) {
+  auto l = load(kSettings + "[budget ml]\naccount = ml\ngpu_hours = 100\n[budget cv]\naccount = cv\ngpu_hours = 100\n"
+                "[budget bob]\nuser = bob\ngpu_hours = 100\n[budget spot]\naccount = ml\ngpu_hours = 5\npartitions = spot\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  UsageCounter counter(*l.budgets, *l.policy, at("2026-12-05T12:00:00"));
+  counter.unreadable("ml", "alice", "od", "sacct: job 7: AllocTRES: bad");
+  Ledger ledger;
+  ledger.snapshot = at("2026-12-05T12:00:00");
+  counter.finish(&ledger);
+  EXPECT_EQ(ledger.entries.at("ml").unusable, "sacct: job 7: AllocTRES: bad");
+  EXPECT_TRUE(ledger.entries.at("cv").unusable.empty());
+  EXPECT_TRUE(ledger.entries.at("bob").unusable.empty());
+  EXPECT_TRUE(ledger.entries.at("spot").unusable.empty());   // counts spot only
+  auto back = parse_ledger(format_ledger(ledger));
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->entries.at("ml").unusable, "sacct: job 7: AllocTRES: bad");
+  EXPECT_TRUE(back->entries.at("cv").unusable.empty());
+  // Nothing readable about it: every budget.
+  UsageCounter blind(*l.budgets, *l.policy, at("2026-12-05T12:00:00"));
+  blind.unreadable("", "", "", "squeue: job ?: has 2 fields");
+  Ledger all;
+  blind.finish(&all);
+  for (const auto& [name, e] : all.entries) EXPECT_FALSE(e.unusable.empty()) << name;
 }
 
 TEST(BudgetCount, UsedIsClippedToThePeriodAndTheQueueIsSplitIntoCommitmentsAndLiens) {
@@ -301,7 +400,7 @@ TEST(BudgetCount, UsedIsClippedToThePeriodAndTheQueueIsSplitIntoCommitmentsAndLi
       {"3", "cv", "carol", "od", 8, at("2026-12-05T02:00:00"), at("2026-12-05T03:00:00")},
       {"4", "ml", "alice", "debug", 8, at("2026-12-05T02:00:00"), at("2026-12-05T03:00:00")},
   };
-  std::vector<QueuedJob> queue = {{"2", "ml", "bob", "spot", true, 4}, {"5", "ml", "alice", "od", false, 16}};
+  std::vector<QueuedJob> queue = {{"2", "ml", "bob", "spot", true, 4, ""}, {"5", "ml", "alice", "od", false, 16, ""}};
   Ledger ledger;
   count_budgets(*l.budgets, *l.policy, runs, queue, snap, &ledger);
   const auto& g = ledger.entries.at("g");
@@ -317,6 +416,65 @@ TEST(BudgetCount, UsedIsClippedToThePeriodAndTheQueueIsSplitIntoCommitmentsAndLi
   EXPECT_NEAR(d.used, 4 * 9.83 / 8, 1e-9);   // bob's spot hour at the spot price
   EXPECT_NEAR(d.committed, 4 * 9.83 / 8, 1e-9);
   EXPECT_EQ(earliest_start(*l.budgets, snap), at("2026-12-04"));
+}
+
+// Issue 36 class 5: the sync reads sacct one line at a time and counts each run as it comes,
+// so 1,000,000 records (a flood of trivial array jobs, GPU-less and ungoverned ones among
+// them) are counted in memory that does not grow with them; an unreadable record marks its
+// own budget only. The same records through the whole-text parser give the same numbers.
+std::string sacct_record(long i) {
+  const char D = report::kSacctDelimiter;
+  const char* partition = i % 4 == 0 ? "debug" : "od";
+  const char* tres = i % 4 == 1 ? "billing=1,cpu=1,mem=1M,node=1" : "billing=1,cpu=1,gres/gpu=1,mem=1M,node=1";
+  std::string r = std::to_string(1000 + i) + "_" + std::to_string(i % 1000);
+  for (const char* f : {"alice", "ml", partition, "COMPLETED", "2026-12-05T10:00:00", "2026-12-05T10:00:36", "36", tres,
+                        tres, "1", "0:0", "gpu-st-p4d-1", ""})
+    r += D + std::string(f);
+  return r;
+}
+
+TEST(BudgetCount, AMillionSacctRecordsStreamIntoTheCountInBoundedMemory) {
+  auto l = load(kSettings + "[budget ml]\naccount = ml\ngpu_hours = 1000000\nperiod = day\n"
+                "[budget cv]\naccount = cv\ngpu_hours = 10\nperiod = day\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  const std::int64_t snap = at("2026-12-05T12:00:00");
+  const auto count = [&](long n, bool stream) {
+    UsageCounter counter(*l.budgets, *l.policy, snap);
+    std::string header = report::kSacctFormat;
+    for (char& c : header)
+      if (c == ',') c = report::kSacctDelimiter;
+    const std::string bad = "77" + std::string(1, report::kSacctDelimiter) + "carol" + report::kSacctDelimiter + "cv" +
+                            report::kSacctDelimiter + "od" + report::kSacctDelimiter + "COMPLETED";
+    if (stream) {
+      report::SacctLines reader(l.policy->shared_gres);
+      EXPECT_TRUE(reader.header(header).ok());
+      for (long i = 0; i <= n; ++i) {
+        report::Run partial;
+        auto run = reader.record(i < n ? sacct_record(i) : bad, &partial);
+        if (!run) counter.unreadable(partial.account, partial.user, partial.partition, run.error().message);
+        else if (*run) counter.add(UsedRun{(*run)->job_id, (*run)->account, (*run)->user, (*run)->partition, (*run)->gpus,
+                                           (*run)->start, (*run)->start + (*run)->elapsed_s});
+      }
+    } else {
+      std::string text = header + "\n";
+      for (long i = 0; i < n; ++i) text += sacct_record(i) + "\n";
+      auto runs = report::parse_sacct(text, "t", nullptr, l.policy->shared_gres);
+      EXPECT_TRUE(runs.ok());
+      for (const auto& r : *runs)
+        counter.add(UsedRun{r.job_id, r.account, r.user, r.partition, r.gpus, r.start, r.start + r.elapsed_s});
+      counter.unreadable("cv", "carol", "od", "bad");
+    }
+    Ledger ledger;
+    counter.finish(&ledger);
+    return ledger;
+  };
+  const Ledger million = count(1000000, true);
+  EXPECT_NEAR(million.entries.at("ml").used, 500000 * 0.01, 1e-6);
+  EXPECT_TRUE(million.entries.at("ml").unusable.empty());
+  EXPECT_FALSE(million.entries.at("cv").unusable.empty());
+  const Ledger streamed = count(20000, true), whole = count(20000, false);
+  EXPECT_NEAR(streamed.entries.at("ml").used, 10000 * 0.01, 1e-9);
+  EXPECT_DOUBLE_EQ(streamed.entries.at("ml").used, whole.entries.at("ml").used);
 }
 
 // --- admission --------------------------------------------------------------------------

@@ -106,6 +106,28 @@ TEST(ReportSacct, ColumnsAreFoundByName) {
   EXPECT_EQ((*runs)[0].elapsed_s, 60);
 }
 
+// Issue 36 class 9: shard and mps jobs report the GPUs the policy counts them as
+// (shared_gpu_gres; shard:1, mps:100 by default), as at submission and in the budget ledger;
+// with shared_gpu_gres = off they are not GPUs. Lines as sacct prints them when
+// AccountingStorageTRES tracks gres/shard and gres/mps.
+TEST(ReportSacct, SharedGpusCountByThePolicysDefinition) {
+  const std::string text =
+      "JobID|User|Partition|State|Start|End|ElapsedRaw|AllocTRES|ReqTRES\n"
+      "8|u|p|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|billing=1,cpu=1,gres/shard=2,mem=1M,node=1|"
+      "billing=1,cpu=1,gres/shard=2,mem=1M,node=1\n"
+      "9|u|p|COMPLETED|2026-12-01T00:00:00|2026-12-01T01:00:00|3600|cpu=1,gres/mps=250,gres/mps:a100=250,node=1|\n";
+  auto runs = rp::parse_sacct(text, "t");
+  ASSERT_TRUE(runs.ok()) << runs.error().str();
+  EXPECT_EQ((*runs)[0].gpus, 2);
+  EXPECT_EQ((*runs)[0].gpus_requested, 2);
+  EXPECT_EQ((*runs)[1].gpus, 3);   // 250% of a GPU, rounded up as at submission
+  const rp::Report r = rp::build_report(*runs, rp::Options{});
+  EXPECT_DOUBLE_EQ(r.total.gpu_hours, 5);
+  auto off = rp::parse_sacct(text, "t", nullptr, scaleguard::SharedGpuGres{});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ((*off)[0].gpus, 0);
+}
+
 // Slurm 22.05 stamps Start = End on a job cancelled while pending (seen with --state=RUNNING
 // after `scontrol requeue` + `scancel`): no allocation and no elapsed time mean it never ran.
 TEST(ReportSacct, CancelledWhilePendingWithAStartTimeNeverStarted) {

@@ -23,6 +23,11 @@ struct LedgerEntry {
   double carry_in = 0;        // unused budget of the previous period carried in
   int running = 0, pending = 0;
   double burn_per_hour = 0;   // used / hours elapsed in the window (the forecast's rate)
+  // Not empty: the sync met a queue line or accounting record it could not read that could
+  // be charged to this budget (why, e.g. "sacct: job 12: ..."), so the numbers above may
+  // be short. Readers must treat this budget as they treat a stale ledger (on_stale_ledger);
+  // other budgets of the same ledger stay usable. Ledger key "unusable", absent when empty.
+  std::string unusable;
 };
 
 struct Ledger {
@@ -58,21 +63,52 @@ struct UsedRun {
 struct QueuedJob {
   std::string job_id, account, user, partition;
   bool running = false;       // else pending
-  double gpu_hours = 0;       // running: GPUs x time left; pending: envelope GPUs x time limit
+  double gpu_hours = 0;       // running: GPUs held x time left; pending: envelope GPUs x time limit
+  std::string unreadable;     // not empty: the line could not be read (why); the names above as far as read
 };
 
-// The squeue invocation the sync runs (arguments after "squeue") and the parser of its output.
-// Jobs in partitions the policy does not govern are left out (budgets count governed
-// partitions only); lines that do not parse are skipped and named in *notes.
+// The squeue invocation the sync runs (arguments after "squeue") and the reader of one line
+// of its output: false for a job budgets never count (not pending or running, or in no
+// governed partition). A line that cannot be read and could be governed gives a QueuedJob
+// with `unreadable` set (count it: UsageCounter marks the budgets it could touch).
+// GPUs are the policy's (gres/gpu, shard and mps by shared_gpu_gres); a pending job is
+// judged by the planner's envelope as job_submit judged it (GPUs Slurm derived from
+// --ntasks-per-gpu included), and never less than the TRES Slurm holds for it.
 std::vector<std::string> squeue_arguments();
-std::vector<QueuedJob> parse_squeue(const std::string& text, const Policy& policy, std::vector<std::string>* notes);
+bool read_squeue_line(const std::string& line, const Policy& policy, QueuedJob* out);
+std::vector<QueuedJob> parse_squeue(const std::string& text, const Policy& policy);   // every line
 
 // `sacctmgr -n -P show user format=User,DefaultAccount` / `show assoc format=User,Account`.
 void parse_default_accounts(const std::string& text, Ledger* ledger);
 void parse_associations(const std::string& text, Ledger* ledger);
 
-// Counts every budget at `snapshot`: used inside its window (carry-in from the previous one),
-// committed and liens from the queue. Runs must cover every window counted (see earliest_start).
+// Counts every budget at `snapshot` as records arrive (sacct's runs, squeue's jobs), in
+// memory bounded by the number of budgets: used inside its window (carry-in from the
+// previous one), committed and liens from the queue. Runs must cover every window counted
+// (see earliest_start). unreadable(): a record that could not be read; every budget it could
+// be charged to (an empty name could be any) is marked unusable in the ledger.
+class UsageCounter {
+ public:
+  UsageCounter(const Budgets& budgets, const Policy& policy, std::int64_t snapshot);
+  void add(const UsedRun& run);
+  void add(const QueuedJob& job);
+  void unreadable(const std::string& account, const std::string& user, const std::string& partition,
+                  const std::string& why);
+  void finish(Ledger* ledger) const;   // one entry per budget
+
+ private:
+  struct Sums {
+    Window now, before;
+    double used = 0, used_before = 0, committed = 0, liens = 0;
+    int running = 0, pending = 0;
+    std::string unusable;
+  };
+  const Budgets& budgets_;
+  const Policy& policy_;
+  std::int64_t snapshot_;
+  std::vector<Sums> sums_;
+};
+// All at once (tests, benchmarks).
 void count_budgets(const Budgets& budgets, const Policy& policy, const std::vector<UsedRun>& runs,
                    const std::vector<QueuedJob>& queue, std::int64_t snapshot, Ledger* ledger);
 // The earliest time count_budgets needs runs from (previous periods for carry-over included).

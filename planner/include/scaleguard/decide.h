@@ -163,6 +163,13 @@ Result<std::string> parse_strategy(const std::string& text);
 struct GpuTres { int count = 0; std::string type; };
 struct SharedGpuGres { int shard_per_gpu = 0; int mps_per_gpu = 0; };
 Result<GpuTres> parse_gpu_tres(const std::string& text, const SharedGpuGres& shared = {});
+// GPUs in a TRES count list as Slurm prints what a job holds (squeue tres-alloc, sacct
+// AllocTRES/ReqTRES: "cpu=8,gres/gpu=4,gres/gpu:a100=4,gres/shard=2"): per GRES (gpu, shard,
+// mps) the untyped entry is the total (typed entries repeat it), else its typed ones summed;
+// shard and mps become GPUs as parse_gpu_tres counts them (the policy's shared_gpu_gres), so
+// submission, ledger and report share one definition of a GPU. Only TRES accounting tracks
+// (AccountingStorageTRES) appear in these lists.
+Result<int> parse_held_gpus(const std::string& tres, const SharedGpuGres& shared);
 // Validates a model spec against the catalog's presets without planning.
 Result<std::string> validate_model_spec(const std::string& text, const Catalog& catalog);
 

@@ -8,9 +8,11 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "scaleguard/decide.h"
 #include "scaleguard/result.h"
 
 namespace scaleguard {
@@ -81,8 +83,37 @@ struct SacctSkips {
 // skipped as one record, so a name's "\n<record>\n" forges nothing. JobName and Comment are
 // never read. Step records ("123.batch", "123.0") are not runs: they only set
 // checkpointed_stop on the run they follow.
+// GPUs are counted by `shared` (the policy's shared_gpu_gres; the default is the policy's
+// default, shard:1, mps:100): gres/gpu, gres/shard and gres/mps in AllocTRES and ReqTRES.
 Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string& source,
-                                     SacctSkips* skips = nullptr);
+                                     SacctSkips* skips = nullptr, const SharedGpuGres& shared = {1, 100});
+
+// Where each column is in a header (-1 = absent); count = the header's fields.
+struct SacctColumns {
+  std::size_t count = 0;
+  int job = -1, name = -1, user = -1, account = -1, partition = -1, state = -1, start = -1, end = -1,
+      elapsed = -1, alloc = -1, req = -1, nodes = -1, exit = -1, nodelist = -1, admin_comment = -1,
+      comment = -1;
+};
+
+// sacct output read one line at a time, for any volume in bounded memory (the budget sync):
+// the header first, then each record line alone. Only for output without a column users
+// write (JobName, Comment: their text may hold newlines), which header() refuses; every
+// record is then exactly one line. Records are read as parse_sacct reads them.
+class SacctLines {
+ public:
+  explicit SacctLines(const SharedGpuGres& shared = {1, 100}) : shared_(shared) {}
+  Result<bool> header(const std::string& line);
+  // The run on `line`; nothing for a step record or a blank line; an Error saying why when
+  // the line cannot be read, with *partial given the JobID, User, Account and Partition as
+  // far as the line has them (what the record could be charged to).
+  Result<std::optional<Run>> record(const std::string& line, Run* partial = nullptr);
+
+ private:
+  SharedGpuGres shared_;
+  SacctColumns cols_;
+  char delim_ = '|';
+};
 
 // What job_submit/scaleguard wrote into the job's AdminComment: decide()'s one-line summary
 // and the decision id, "scaleguard: ACTION[ [rules]]: STRATEGY gpus=N nodes=N ... comm=R

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <iostream>
 #include "scaleguard/build_info.h"
+#include "scaleguard/text.h"
 
 namespace scaleguard::cli {
 
@@ -71,7 +72,7 @@ void add_workload_options(po::options_description& desc) {
       ("instance", po::value<std::string>(), "instance type from the catalog, e.g. p4d.24xlarge")
       ("gpus", po::value<std::string>(), "GPU count (default: the planner chooses)")
       ("gpus-per-node", po::value<std::string>(), "GPUs per node (default: the instance's)")
-      ("global-batch", po::value<std::string>(), "sequences per optimizer step (default: by model size)")
+      ("global-batch", po::value<std::string>(), "sequences per optimizer step, a constraint (default: DeepSeek LLM's batch law for the run, at most 4M tokens)")
       ("seq", po::value<std::string>(), "sequence length (default: the model's)")
       ("eval-every", po::value<std::string>(), "evaluate every N optimizer steps (with --eval-tokens)")
       ("eval-tokens", po::value<std::string>(), "tokens per evaluation, forward only, e.g. 20M")
@@ -91,6 +92,10 @@ void add_workload_options(po::options_description& desc) {
       ("deadline", po::value<std::string>(), "wall hours you can wait (the planner adds GPUs to meet it)")
       ("mtbf-hours", po::value<std::string>(), "node MTBF (default: the catalog's)")
       ("spot", "price and plan for spot capacity")
+      ("policy", po::value<std::string>(),
+       "plan inside this cluster policy's partition: its GPUs, max_nodes, max_time and rules (default "
+       "$SCALEGUARD_POLICY; without --instance/--gpu-type the installed configs/policy.ini)")
+      ("partition,p", po::value<std::string>(), "partition of the policy (default: the policy's default partition)")
       ("catalog", po::value<std::string>(), "catalog file (default $SCALEGUARD_CATALOG or configs/catalog.ini)")
       ("calibration", po::value<std::string>(),
        "catalog override written by scaleguard calibrate (default $SCALEGUARD_CALIBRATION)")
@@ -99,13 +104,33 @@ void add_workload_options(po::options_description& desc) {
 
 std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& vm) {
   PlanSetup s;
-  auto cat = load_catalog(catalog_path(vm), calibration_path(vm));
-  if (!cat) return print_error(verb, cat.error()), std::nullopt;
-  s.catalog = std::move(cat).value();
+  auto text_opt = [&](const char* k) { return vm.count(k) ? vm[k].as<std::string>() : std::string(); };
+  // The policy, as decide reads it: --policy, else $SCALEGUARD_POLICY; with no hardware named
+  // at all, the installed policy (its default partition's hardware). --instance or --gpu-type
+  // alone is a what-if outside any cluster.
+  const char* env_policy = std::getenv("SCALEGUARD_POLICY");
+  const bool hardware_named = vm.count("instance") || vm.count("gpu-type");
+  if (vm.count("policy") || (env_policy && *env_policy) || !hardware_named) {
+    auto pol = load_policy(policy_path(vm), text_opt("catalog"), calibration_path(vm));
+    if (!pol) return print_error(verb, pol.error()), std::nullopt;
+    s.policy = pol.value();
+    s.partition = vm.count("partition") ? s.policy->find_partition(text_opt("partition")) : s.policy->default_partition();
+    if (!s.partition)
+      return print_error(verb, Error{vm.count("partition") ? "partition '" + text_opt("partition") + "' is not in the policy"
+                                                           : std::string("the policy has no default partition"),
+                                     s.policy->path, 0, "partition", "name one with --partition"}),
+             std::nullopt;
+    s.catalog = s.policy->catalog;
+  } else if (vm.count("partition")) {
+    return print_error(verb, Error{"--partition needs a policy", "", 0, "partition", "add --policy FILE"}), std::nullopt;
+  } else {
+    auto cat = load_catalog(catalog_path(vm), calibration_path(vm));
+    if (!cat) return print_error(verb, cat.error()), std::nullopt;
+    s.catalog = std::move(cat).value();
+  }
   auto model = parse_model_spec(vm["model"].as<std::string>(), s.catalog);
   if (!model) return print_error(verb, model.error()), std::nullopt;
   s.workload.model = model.value();
-  auto text_opt = [&](const char* k) { return vm.count(k) ? vm[k].as<std::string>() : std::string(); };
   if (vm.count("precision")) {
     auto p = parse_precision(text_opt("precision"));
     if (!p) return print_error(verb, p.error()), std::nullopt;
@@ -123,10 +148,27 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
   }
   auto gpn = vm.count("gpus-per-node") ? int_option(vm, "gpus-per-node", 1, 64) : std::optional<int>(0);
   if (!gpn) return std::nullopt;
-  auto hw = hardware_for(s.catalog, text_opt("gpu-type"), text_opt("instance"), *gpn);
-  if (!hw) return print_error(verb, hw.error()), std::nullopt;
-  s.hardware = hw.value();
-  s.hardware.spot = vm.count("spot") > 0;
+  if (s.partition) {
+    // The partition's hardware; a named instance or GPU type must be the partition's.
+    const Partition& part = *s.partition;
+    if (vm.count("instance") && text_opt("instance") != part.inst.name)
+      return print_error(verb, Error{"partition " + part.name + " has " + part.inst.name + ", not " + text_opt("instance"),
+                                     s.policy->path, 0, "instance", "drop --instance, or pick the partition that has it (--partition)"}),
+             std::nullopt;
+    if (vm.count("gpu-type") && !part.gpu.matches(text_opt("gpu-type")))
+      return print_error(verb, Error{"partition " + part.name + " has " + part.gpu.name + " GPUs, not " + text_opt("gpu-type"),
+                                     s.policy->path, 0, "gpu-type", "drop --gpu-type, or pick another --partition"}),
+             std::nullopt;
+    s.hardware = partition_hardware(*s.policy, part);
+    if (*gpn > 0) s.hardware.gpus_per_node = *gpn;
+    s.goals = partition_goals(*s.policy, part);
+    s.hardware.spot = s.hardware.spot || vm.count("spot") > 0;
+  } else {
+    auto hw = hardware_for(s.catalog, text_opt("gpu-type"), text_opt("instance"), *gpn);
+    if (!hw) return print_error(verb, hw.error()), std::nullopt;
+    s.hardware = hw.value();
+    s.hardware.spot = vm.count("spot") > 0;
+  }
   if (vm.count("mtbf-hours")) {
     auto h = parse_hours(text_opt("mtbf-hours"));
     if (!h) return print_error(verb, Error{h.error().message, "", 0, "--mtbf-hours", h.error().hint}), std::nullopt;
@@ -154,6 +196,13 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     auto v = int_option(vm, "gpus", 1, s.goals.max_gpus);
     if (!v) return std::nullopt;
     s.gpus = *v;
+    // A plan the cluster would refuse is never proposed: say what it allows.
+    if (s.gpus > s.max_gpus())
+      return print_error(verb, Error{text::format("%d GPUs is more than partition %s allows: %d node(s) x %d GPUs (max_nodes)",
+                                                  s.gpus, s.partition->name.c_str(), s.partition->max_nodes,
+                                                  s.hardware.gpus_per_node),
+                                     s.policy->path, 0, "gpus", text::format("ask for at most %d GPUs", s.max_gpus())}),
+             std::nullopt;
   }
   for (auto [name, slot, hi] : {std::tuple{"tp", &s.pins.tp, 64}, std::tuple{"pp", &s.pins.pp, 1000},
                                 std::tuple{"dp", &s.pins.dp, 65536}, std::tuple{"micro-batch", &s.pins.micro_batch, 1 << 16},
@@ -164,8 +213,9 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     *slot = *v;
   }
   // Like decide() under the shipped policy (max_zero_stage = 3, what scaleguard-run
-  // executes); --max-zero-stage 1 plans for a runner that shards only the optimizer state.
-  s.goals.max_zero_stage = 3;
+  // executes), or the policy's; --max-zero-stage 1 plans for a runner that shards only the
+  // optimizer state.
+  if (!s.policy) s.goals.max_zero_stage = 3;
   if (vm.count("max-zero-stage")) {
     auto v = int_option(vm, "max-zero-stage", 0, 3);
     if (!v) return std::nullopt;
@@ -206,14 +256,23 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
   } else if (vm.count("single-gpu-hours")) {
     auto h = parse_hours(text_opt("single-gpu-hours"));
     if (!h) return print_error(verb, Error{h.error().message, "", 0, "--single-gpu-hours", h.error().hint}), std::nullopt;
-    // Scale tokens so the one-GPU plan (whatever recompute it needs) takes exactly that long.
-    auto one = best_plan_at(Workload{s.workload.model, 1e9, s.workload.global_batch}, s.hardware, 1, Pins{}, s.goals);
+    // The batch from the law on the first-principles estimate of those hours (as decide()
+    // sizes it), then tokens scaled so the one-GPU plan (whatever recompute it needs) takes
+    // exactly that long.
+    Workload sized = s.workload;
+    sized.tokens = tokens_for_single_gpu_hours(s.workload.model, s.hardware.gpu, h.value());
+    resolve_batch(sized);
+    s.workload.global_batch = sized.global_batch, s.workload.batch_law_tokens = sized.batch_law_tokens;
+    Workload per_1e9 = s.workload;
+    per_1e9.tokens = 1e9;
+    auto one = best_plan_at(per_1e9, s.hardware, 1, Pins{}, s.goals);
     s.workload.tokens = one ? 1e9 * h.value() / one.value().train_hours
                             : tokens_for_single_gpu_hours(s.workload.model, s.hardware.gpu, h.value());
   } else {
     return print_error(verb, Error{"how much training? give --tokens or --single-gpu-hours", "", 0, "", ""}),
            std::nullopt;
   }
+  resolve_batch(s.workload);  // one batch for every plan this verb shows (as decide() does)
   if (s.pins.tp && s.pins.pp && s.pins.dp) {
     const long long n = 1LL * *s.pins.tp * *s.pins.pp * *s.pins.dp;
     if (s.gpus > 0 && n != s.gpus)
@@ -223,6 +282,11 @@ std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& v
     s.gpus = static_cast<int>(n);
   }
   return s;
+}
+
+int PlanSetup::max_gpus() const {
+  if (!partition || partition->max_nodes <= 0) return goals.max_gpus;
+  return static_cast<int>(std::min<long long>(goals.max_gpus, 1LL * partition->max_nodes * hardware.gpus_per_node));
 }
 
 std::string utc_text(std::int64_t t, const char* format) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,12 @@ struct PlanSetup {
   Pins pins;
   Goals goals;
   int gpus = 0;  // 0 = let the planner choose
+  // Under a policy (--policy, $SCALEGUARD_POLICY, or the installed one when no --instance or
+  // --gpu-type is given): the partition whose hardware, rules and limits the plan follows,
+  // as decide() plans for a job there (issue 37).
+  std::shared_ptr<const Policy> policy;
+  const Partition* partition = nullptr;
+  int max_gpus() const;  // what the partition allows (max_nodes x GPUs per node), else goals.max_gpus
 };
 // Builds the setup from the options; prints the error and returns nullopt on bad input.
 std::optional<PlanSetup> plan_setup(const char* verb, const po::variables_map& vm);

@@ -1,4 +1,6 @@
 // `scaleguard compare`: one GPU versus the distributed plan, side by side.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -6,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "scaleguard/text.h"
 #include "verbs.h"
 
 namespace scaleguard::cli {
@@ -18,70 +21,57 @@ int run(int argc, char** argv) {
   po::variables_map vm;
   const char* usage =
       "usage: scaleguard compare --model SPEC (--tokens N | --single-gpu-hours H) (--gpu-type T | --instance I)\n"
-      "                          [--gpus N (default: one full node)] [--spot] [--json]";
+      "                          [--policy FILE --partition P] [--gpus N (default: one full node)] [--spot] [--json]";
   if (auto rc = parse_args(argc, argv, desc, vm, usage)) return *rc;
   auto setup = plan_setup("compare", vm);
   if (!setup) return 2;
   auto& s = *setup;
-  const int n = s.gpus > 0 ? s.gpus : s.hardware.gpus_per_node;
+  const int n = s.gpus > 0 ? s.gpus : std::min(s.hardware.gpus_per_node, s.max_gpus());
   if (n < 2) {
     print_error("compare", Error{"nothing to compare on one GPU", "", 0, "gpus", "pass --gpus N with N >= 2"});
     return 2;
   }
+  // The answer: the same plans as `scaleguard plan` and `decide` make for this job and batch
+  // (issue 37: one answer from every verb).
   auto one = best_plan_at(s.workload, s.hardware, 1, Pins{}, s.goals);
   auto many = best_plan_at(s.workload, s.hardware, n, s.pins, s.goals);
   if (!many) {
     print_error("compare", many.error());
     return 1;
   }
-  // Per step, as `scaleguard probe` and the seed's 2-GPU micro-benchmark measure it: when the
-  // user pinned no global batch and the plan is data parallel, compare both sides at the
-  // plan's per-GPU micro-batch with every step all-reduced (global batch = dp x micro-batch).
-  // The planner's default global batch (0.5M tokens) accumulates many micro-batches per
-  // all-reduce, which hides communication; that plan is shown beside it, not as the headline.
-  std::optional<Plan> accumulated;
-  double accumulated_one_hours = 0;
-  double tokens = s.workload.tokens;
-  if (one && many.value().micro_batches > 1 && many.value().layout.pp == 1 && s.workload.global_batch == 0) {
-    const Plan& m = many.value();
+  const Plan& m = many.value();
+  // A second scenario, not the answer: per step, as `scaleguard probe` and the seed's 2-GPU
+  // micro-benchmark measure it -- the plan's per-GPU micro-batch with every step all-reduced
+  // (global batch = dp x micro-batch). Shown when the batch is the default and the plan
+  // accumulates (which hides communication behind the other micro-batches).
+  std::optional<Plan> step_one, step_many;
+  if (one && m.micro_batches > 1 && m.layout.pp == 1 && s.workload.batch_law_tokens > 0) {
     Workload w = s.workload;
     w.global_batch = m.layout.dp * m.layout.micro_batch;
+    w.batch_law_tokens = 0;
     Pins same = s.pins;
     same.micro_batch = m.layout.micro_batch;
     Pins one_pins;
     one_pins.micro_batch = m.layout.micro_batch;
-    auto one_step = best_plan_at(w, s.hardware, 1, one_pins, s.goals);
-    auto many_step = best_plan_at(w, s.hardware, n, same, s.goals);
-    if (one_step && many_step) {
-      accumulated = m;
-      accumulated_one_hours = one.value().wall_hours;
-      // "--single-gpu-hours H": the user's one-GPU run takes H; here that run is the per-step one.
-      if (vm.count("single-gpu-hours")) {
-        const double f = one.value().train_hours / one_step.value().train_hours;
-        scale_work(one_step.value(), f);
-        scale_work(many_step.value(), f);
-        tokens *= f;
-      }
-      one = one_step;
-      many = many_step;
-    }
+    auto a = best_plan_at(w, s.hardware, 1, one_pins, s.goals);
+    auto b = best_plan_at(w, s.hardware, n, same, s.goals);
+    if (a && b) step_one = a.value(), step_many = b.value();
   }
-  const Plan& m = many.value();
   // Speedup and scaling efficiency against one GPU (when the model fits one).
   const double speedup = one ? one.value().wall_hours / m.wall_hours : 0;
   const double efficiency = one ? speedup / m.gpus : 0;
-  const double accumulated_speedup = accumulated ? accumulated_one_hours / accumulated->wall_hours : 0;
+  const double step_speedup = step_one ? step_one->wall_hours / step_many->wall_hours : 0;
   std::string verdict;
   if (!one) {
     verdict = "the model does not fit one GPU: " + std::string(to_string(m.strategy)) + " on " + std::to_string(m.gpus) +
               " GPUs is needed";
   } else if (one.value().gpu_hours < s.goals.distributed_min_gpu_hours) {
-    verdict = "use 1 GPU: " + std::to_string(static_cast<long>(one.value().gpu_hours + 0.5)) +
-              " GPU-hours is below the ~100 GPU-hour break-even";
+    verdict = "use 1 GPU: " + std::to_string(static_cast<long>(one.value().gpu_hours + 0.5)) + " GPU-hours is below the " +
+              text::num(s.goals.distributed_min_gpu_hours, 0) + " GPU-hour break-even (distributed_min_gpu_hours)";
   } else if (one.value().wall_hours <= s.goals.single_gpu_max_hours) {
-    verdict = "use 1 GPU: it finishes within 24 h";
+    verdict = "use 1 GPU: it finishes within " + text::num(s.goals.single_gpu_max_hours, 0) + " h (single_gpu_max_hours)";
   } else if (m.gpus == 2 && speedup < s.goals.min_doubling_speedup) {
-    verdict = "use 1 GPU: 2 GPUs speed it up less than " + std::to_string(s.goals.min_doubling_speedup).substr(0, 3) + "x";
+    verdict = "use 1 GPU: 2 GPUs speed it up less than " + text::num(s.goals.min_doubling_speedup) + "x";
   } else {
     verdict = "distribute: one GPU would take " + std::to_string(static_cast<long>(one.value().wall_hours)) + " h";
   }
@@ -92,25 +82,24 @@ int run(int argc, char** argv) {
     j["speedup"] = speedup;
     j["efficiency"] = efficiency;
     j["verdict"] = verdict;
-    j["basis"] = accumulated ? "per_step" : "plan";
-    if (accumulated)
-      j["with_accumulation"] = {{"global_batch", accumulated->global_batch},
-                                {"micro_batches", accumulated->micro_batches},
-                                {"wall_hours", accumulated->wall_hours},
-                                {"gpu_hours", accumulated->gpu_hours},
-                                {"tokens", s.workload.tokens},
-                                {"single_wall_hours", accumulated_one_hours},
-                                {"speedup", accumulated_speedup},
-                                {"comm_ratio", accumulated->comm_ratio}};
+    j["basis"] = "plan";
+    if (s.partition) j["partition"] = s.partition->name;
+    if (step_one)
+      j["second_scenario"] = {{"what", "per step, as scaleguard probe measures it: every step all-reduced, no accumulation"},
+                              {"global_batch", step_many->global_batch},
+                              {"micro_batch", step_many->layout.micro_batch},
+                              {"single_wall_hours", step_one->wall_hours},
+                              {"wall_hours", step_many->wall_hours},
+                              {"gpu_hours", step_many->gpu_hours},
+                              {"speedup", step_speedup},
+                              {"comm_ratio", step_many->comm_ratio}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s (%.3g parameters, %.3g tokens) on %s (%s)\n", s.workload.model.name.c_str(),
-              s.workload.model.params, tokens, s.hardware.gpu.name.c_str(), s.hardware.instance.c_str());
-  if (accumulated)
-    std::printf("per step, as scaleguard probe measures it: micro-batch %d per GPU, every step all-reduced\n",
-                m.layout.micro_batch);
-  std::printf("\n");
+  std::printf("%s (%.3g parameters, %.3g tokens) on %s (%s%s)\n", s.workload.model.name.c_str(),
+              s.workload.model.params, s.workload.tokens, s.hardware.gpu.name.c_str(), s.hardware.instance.c_str(),
+              s.partition ? (", partition " + s.partition->name).c_str() : "");
+  std::printf("global batch %d sequences, as plan and decide use it\n\n", m.global_batch);
   std::printf("%-16s %12s %12s\n", "", "1 GPU", (std::to_string(m.gpus) + " GPUs").c_str());
   auto row = [&](const char* name, double a, double b, const char* fmt) {
     char x[32] = "does not fit", y[32];
@@ -124,17 +113,20 @@ int run(int argc, char** argv) {
   row("wall hours", o.wall_hours, m.wall_hours, "%.2f");
   row("GPU-hours", o.gpu_hours, m.gpu_hours, "%.1f");
   row("$ on-demand", o.cost_on_demand, m.cost_on_demand, "%.2f");
-  row("$ spot", o.cost_spot, m.cost_spot, "%.2f");
+  if (m.has_spot_price && std::isfinite(m.cost_spot) && (!one || std::isfinite(o.cost_spot)))
+    row("$ spot", o.cost_spot, m.cost_spot, "%.2f");
+  else
+    std::printf("%-16s %12s %12s\n", "$ spot", one ? spot_cost_text(o).c_str() : "does not fit", spot_cost_text(m).c_str());
   row("MFU", o.mfu, m.mfu, "%.3f");
   row("comm ratio", o.comm_ratio, m.comm_ratio, "%.3f");
   if (one) std::printf("%-16s %12s %12.2fx\n%-16s %12s %12.0f%%\n", "speedup", "1x", speedup, "efficiency", "100%",
                        100 * efficiency);
-  if (accumulated)
-    std::printf("\nWith gradient accumulation to the default global batch of %d sequences (%d micro-batches\n"
-                "per GPU share each all-reduce, %.3g tokens) %d GPUs would take %.2f h for one GPU's %.2f h:\n"
-                "%.2fx, comm ratio %.3f. Measure before scaling out (scaleguard probe).\n",
-                accumulated->global_batch, accumulated->micro_batches, s.workload.tokens, accumulated->gpus,
-                accumulated->wall_hours, accumulated_one_hours, accumulated_speedup, accumulated->comm_ratio);
+  if (step_one)
+    std::printf("\nSecond scenario, not the plan: per step, as scaleguard probe measures it (micro-batch %d per GPU,\n"
+                "every step all-reduced, global batch %d): %d GPUs take %.2f h for one GPU's %.2f h: %.2fx,\n"
+                "comm ratio %.3f. The plan above accumulates %d micro-batches per all-reduce.\n",
+                step_many->layout.micro_batch, step_many->global_batch, step_many->gpus, step_many->wall_hours,
+                step_one->wall_hours, step_speedup, step_many->comm_ratio, m.micro_batches);
   std::printf("\nverdict: %s\n", verdict.c_str());
   return 0;
 }

@@ -16,7 +16,7 @@ int run(int argc, char** argv) {
   add_workload_options(desc);
   po::variables_map vm;
   const char* usage =
-      "usage: scaleguard plan --model SPEC (--tokens N | --single-gpu-hours H) (--gpu-type T | --instance I)\n"
+      "usage: scaleguard plan --model SPEC (--tokens N | --single-gpu-hours H) [--policy F --partition P | --gpu-type T | --instance I]\n"
       "                       [--gpus N] [--tp --pp --dp --zero --micro-batch --recompute] [--spot] [--json]";
   if (auto rc = parse_args(argc, argv, desc, vm, usage)) return *rc;
   auto setup = plan_setup("plan", vm);
@@ -38,12 +38,14 @@ int run(int argc, char** argv) {
     nlohmann::json j = nlohmann::json::parse(to_json(p));
     j["params"] = static_cast<long long>(std::llround(s.workload.model.params));
     j["arch"] = s.workload.model.arch;
+    if (s.partition) j["partition"] = s.partition->name;
     std::cout << j.dump() << "\n";
     return 0;
   }
-  std::printf("%s (%.3g parameters, %.3g tokens) on %s (%s%s)\n", s.workload.model.name.c_str(),
+  std::printf("%s (%.3g parameters, %.3g tokens) on %s (%s%s%s)\n", s.workload.model.name.c_str(),
               s.workload.model.params, s.workload.tokens, s.hardware.gpu.name.c_str(), s.hardware.instance.c_str(),
-              s.hardware.spot ? ", spot" : "");
+              s.hardware.spot ? ", spot" : "",
+              s.partition ? (", partition " + s.partition->name + " of " + s.policy->path).c_str() : "");
   std::printf("strategy %s: %d GPU(s) on %d node(s)\n", to_string(p.strategy), p.gpus, p.nodes);
   for (const auto& r : p.reasons) std::printf("  - %s\n", r.c_str());
   return 0;

@@ -117,7 +117,7 @@ Result<Catalog> load_catalog(const std::string& path) {
             {"in_network_reduction", Field::yes_no, &in.in_network_reduction, 0, 0, false,
              "yes when the fabric reduces in its switches (InfiniBand SHARP)"},
             {"on_demand", Field::number, &in.on_demand, 0, 1e4, true, "$/hour"},
-            {"spot", Field::number, &in.spot, 0, 1e4, true, "$/hour"}});
+            {"spot", Field::number, &in.spot, 0, 1e4, false, "$/hour (absent or 0: no spot price)"}});
         if (!ok) return ok.error();
         cat.instances.push_back(std::move(in));
       } else if (sec.kind == "model") {

@@ -96,8 +96,8 @@ std::string gpus_str(int n) { return n == 1 ? "1 GPU" : std::to_string(n) + " GP
 
 std::string plan_line(const Plan& p) {
   return gpus_str(p.gpus) + " (" + to_string(p.strategy) + "): " + text::num(p.wall_hours, 2) + " h, " +
-         text::num(p.gpu_hours, 1) + " GPU-hours, ~" + text::money(p.cost_on_demand) + " on-demand / ~" +
-         text::money(p.cost_spot) + " spot";
+         text::num(p.gpu_hours, 1) + " GPU-hours, ~" + text::money(p.cost_on_demand) + " on-demand / " +
+         (p.has_spot_price && std::isfinite(p.cost_spot) ? "~" : "") + spot_cost_text(p);
 }
 
 // Checkpoint interval the job runs with: the user's --train-ckpt-interval, else Daly's.
@@ -405,31 +405,26 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
       if (!s) return judged(reject_input("--train-strategy", s.error()));
       if (s.value() != "auto") pins.strategy = strategy_from_string(s.value()).value();
     }
-    Hardware hw;
-    hw.gpu = part->gpu;
-    hw.instance = part->inst.name;
-    hw.gpus_per_node = gpn;
-    hw.network_gb_s = part->inst.network_gbps / 8;
-    hw.in_network_reduction = part->inst.in_network_reduction;
-    hw.on_demand_gpu_hour = part->inst.on_demand / gpn;
-    hw.spot_gpu_hour = part->inst.spot / gpn;
-    hw.spot = spot;
-    hw.node_mtbf_hours = policy.node_mtbf_hours;
-    hw.assume = policy.catalog.assumptions;
-    Goals goals;
-    if (j.on(RuleId::single_gpu_max_hours)) goals.single_gpu_max_hours = j.threshold(RuleId::single_gpu_max_hours);
-    goals.max_comm_ratio = j.on(RuleId::max_comm_ratio) ? j.threshold(RuleId::max_comm_ratio) : 1e9;
-    goals.min_doubling_speedup = j.on(RuleId::min_doubling_speedup) ? j.threshold(RuleId::min_doubling_speedup) : 1;
-    goals.distributed_min_gpu_hours =
-        j.on(RuleId::distributed_min_gpu_hours) ? j.threshold(RuleId::distributed_min_gpu_hours) : 0;
+    const Hardware hw = partition_hardware(policy, *part);
+    Goals goals = partition_goals(policy, *part);
     goals.deadline_hours = job.deadline_hours;
-    goals.max_zero_stage = policy.max_zero_stage;
     goals.explain = false;  // reasons are written once, for the plan that is kept
     goals.compare_rungs = false;
 
     Workload w{model.value(), job.tokens, 0};
     w.eval_interval = job.eval_interval;
     w.eval_tokens = job.eval_tokens;
+    // The batch is fixed before any plan (issue 37): the same for every GPU count compared,
+    // and for the 1e9-token plans scaled below. The law needs the run's compute: given tokens,
+    // else the first-principles estimate of the hours given (or the time limit on the GPUs).
+    {
+      Workload sized = w;
+      if (sized.tokens <= 0)
+        sized.tokens = tokens_for_single_gpu_hours(w.model, part->gpu,
+                                                   job.single_gpu_hours > 0 ? job.single_gpu_hours : hours * gpus);
+      resolve_batch(sized);
+      w.global_batch = sized.global_batch, w.batch_law_tokens = sized.batch_law_tokens;
+    }
     Workload per_1e9 = w;  // the same run over 1e9 tokens, scaled below
     per_1e9.tokens = 1e9;
     const Pins free_pins;  // the one-GPU comparison ignores the pinned strategy
@@ -481,10 +476,12 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     if (have_plan && gpus > 1 && single_fits && !deadline_needs_more) {
       const Plan& one = single.value();
       const std::string cmp = "single GPU " + text::num(one.wall_hours, 1) + " h for ~" +
-                              text::money(one.cost_spot) + " on spot (~" + text::money(one.cost_on_demand) +
-                              " on-demand) vs " + gpus_str(chosen.gpus) + " " + text::num(chosen.wall_hours, 1) +
-                              " h for ~" + text::money(chosen.cost_on_demand) + " on-demand (~" +
-                              text::money(chosen.cost_spot) + " spot)";
+                              (one.has_spot_price ? text::money(one.cost_spot) + " on spot (~" : std::string("(")) +
+                              text::money(one.cost_on_demand) + " on-demand" +
+                              (one.has_spot_price ? ")" : ", no spot price)") + " vs " + gpus_str(chosen.gpus) + " " +
+                              text::num(chosen.wall_hours, 1) + " h for ~" + text::money(chosen.cost_on_demand) +
+                              " on-demand (" + (chosen.has_spot_price && std::isfinite(chosen.cost_spot) ? "~" : "") +
+                              spot_cost_text(chosen) + ")";
       const int one_time = ask_minutes(one.wall_hours, *part);
       bool to_one = false;
       if (j.on(RuleId::distributed_min_gpu_hours) && one.gpu_hours < j.threshold(RuleId::distributed_min_gpu_hours)) {
@@ -931,6 +928,37 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
 }
 
 }  // namespace
+
+Hardware partition_hardware(const Policy& policy, const Partition& part) {
+  Hardware hw;
+  const int gpn = part.inst.gpus;
+  hw.gpu = part.gpu;
+  hw.instance = part.inst.name;
+  hw.gpus_per_node = gpn;
+  hw.network_gb_s = part.inst.network_gbps / 8;
+  hw.in_network_reduction = part.inst.in_network_reduction;
+  hw.on_demand_gpu_hour = part.inst.on_demand / gpn;
+  hw.spot_gpu_hour = part.inst.spot / gpn;
+  hw.spot = part.capacity == Capacity::spot;
+  hw.node_mtbf_hours = policy.node_mtbf_hours;
+  hw.assume = policy.catalog.assumptions;
+  return hw;
+}
+
+Goals partition_goals(const Policy& policy, const Partition& part) {
+  auto on = [&](RuleId id) { return part.rules[static_cast<int>(id)].enabled; };
+  auto threshold = [&](RuleId id) { return part.rules[static_cast<int>(id)].threshold; };
+  Goals goals;
+  if (on(RuleId::single_gpu_max_hours)) goals.single_gpu_max_hours = threshold(RuleId::single_gpu_max_hours);
+  goals.max_comm_ratio = on(RuleId::max_comm_ratio) ? threshold(RuleId::max_comm_ratio) : 1e9;
+  goals.min_doubling_speedup = on(RuleId::min_doubling_speedup) ? threshold(RuleId::min_doubling_speedup) : 1;
+  goals.distributed_min_gpu_hours = on(RuleId::distributed_min_gpu_hours) ? threshold(RuleId::distributed_min_gpu_hours) : 0;
+  goals.max_zero_stage = policy.max_zero_stage;
+  goals.max_nodes = part.max_nodes;
+  goals.max_time_hours = part.max_time_min > 0 ? part.max_time_min / 60.0 : 0;
+  goals.where = "partition " + part.name;
+  return goals;
+}
 
 Decision decide(const JobRequest& job, const Policy& policy) noexcept {
   try {

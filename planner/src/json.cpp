@@ -75,6 +75,10 @@ std::string to_json(const Plan& p) {
   field(out, "gpu_memory_gib", p.gpu_memory_gib);
   field(out, "global_batch", p.global_batch);
   field(out, "micro_batches", p.micro_batches);
+  field(out, "batch_asked", p.batch_asked);
+  field(out, "tokens_per_step", p.tokens_per_step);
+  field(out, "batch_source", std::string(p.batch_law_tokens > 0 ? "law" : "given"));
+  if (p.batch_law_tokens > 0) field(out, "batch_law_tokens", p.batch_law_tokens);
   field(out, "step_seconds", p.step_seconds);
   field(out, "compute_seconds", p.compute_seconds);
   field(out, "tp_comm_seconds", p.tp_comm_seconds);
@@ -96,8 +100,14 @@ std::string to_json(const Plan& p) {
   field(out, "gpu_hours", p.gpu_hours);
   out += "\"cost_usd\":{";
   field(out, "on_demand", p.cost_on_demand);
-  field(out, "spot", p.cost_spot);
+  field(out, "spot", p.has_spot_price ? p.cost_spot : std::nan(""));
   out.back() = '}';
+  // "no spot price" / "no spot estimate (...)" instead of a silent null (issue 37).
+  if (!p.has_spot_price || !std::isfinite(p.cost_spot)) {
+    out += ',';
+    field(out, "spot_note", spot_cost_text(p));
+    out.pop_back();
+  }
   out += ",\"reasons\":[";
   for (size_t i = 0; i < p.reasons.size(); ++i) {
     if (i) out += ',';

@@ -111,20 +111,35 @@ Result<Hardware> hardware_for(const Catalog& cat, const std::string& gpu_type,
   return hw;
 }
 
-int default_global_batch(const ModelSpec& m) {
-  const double tokens = std::clamp(524288.0 * std::cbrt(m.params / 1e8), 524288.0, 4194304.0);
-  return std::max(1, static_cast<int>(std::lround(tokens / m.seq)));
+double batch_law_tokens(const ModelSpec& m, double tokens) {
+  if (!(tokens > 0)) tokens = 20 * m.params;  // compute-optimal (Chinchilla) when not given
+  const double flops = model_flops_per_token(m) * tokens;
+  return 0.292 * std::pow(flops, 0.3271);  // DeepSeek LLM (2024), eq. 1: fitted on 1e17..3e20 FLOPs
 }
+
+int default_global_batch(const ModelSpec& m, double tokens) {
+  const double law = std::min(batch_law_tokens(m, tokens), kMaxDefaultBatchTokens);
+  // Powers of two sequences, as practitioners pick them (and they split evenly over
+  // power-of-two data-parallel degrees): the nearest on a log scale.
+  const double seqs = std::max(1.0, law / m.seq);
+  return 1 << std::clamp(static_cast<int>(std::lround(std::log2(seqs))), 0, 24);
+}
+
+void resolve_batch(Workload& w) {
+  if (w.global_batch > 0) return;
+  w.global_batch = default_global_batch(w.model, w.tokens);
+  w.batch_law_tokens = batch_law_tokens(w.model, w.tokens);
+}
+
+double attention_flops_per_token(const ModelSpec& m) { return 12.0 * m.seq * m.hidden * m.layers; }
+
+double model_flops_per_token(const ModelSpec& m) { return 6 * m.params + attention_flops_per_token(m); }
 
 static double peak_tflops(const GpuType& g, Precision p) {
   if (p == Precision::fp32) return g.tflops_fp32;
   if (p == Precision::bf16 && g.tflops_bf16 > 0) return g.tflops_bf16;
   return g.tflops_fp16;
 }
-
-double attention_flops_per_token(const ModelSpec& m) { return 12.0 * m.seq * m.hidden * m.layers; }
-
-double model_flops_per_token(const ModelSpec& m) { return 6 * m.params + attention_flops_per_token(m); }
 
 double tokens_for_single_gpu_hours(const ModelSpec& m, const GpuType& g, double hours) {
   return hours * 3600 * peak_tflops(g, m.precision) * 1e12 * g.efficiency / model_flops_per_token(m);
@@ -228,14 +243,17 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   p.nodes = (p.gpus + gpn - 1) / gpn;
   p.gpu_memory_gib = hw.gpu.memory_gib;
   const ModelSpec& m = w.model;
-  const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m);
-  const bool valid = l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.micro_batch >= 1 && l.tp <= gpn &&
+  const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m, w.tokens);
+  // Data parallelism never grows past the batch: each rank needs at least one sequence.
+  const bool valid = l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.dp <= B && l.micro_batch >= 1 && l.tp <= gpn &&
                      m.heads % l.tp == 0 && l.pp <= m.layers && l.zero >= 0 && l.zero <= 3 &&
                      (l.zero == 0 || l.dp > 1) && valid_interleave(m, l, B);
   const int local = (B + l.dp - 1) / l.dp;
   const int mb = std::max(1, (local + l.micro_batch - 1) / l.micro_batch);
   p.micro_batches = mb;
   p.global_batch = mb * l.micro_batch * l.dp;  // rounded up to whole micro-batches per rank
+  p.batch_asked = B;
+  p.batch_law_tokens = w.global_batch > 0 ? w.batch_law_tokens : batch_law_tokens(m, w.tokens);
   p.memory = memory_per_gpu(m, l, B, hw.assume);
   p.fits = valid && p.memory.total() <= hw.gpu.memory_gib * kGiB;
 
@@ -245,6 +263,7 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   const double share = hw.gpu.cores > 0 ? std::min(1.0, hw.gpu.cores / ranks_here) : 1.0;
   const double rate = peak * 1e12 * hw.gpu.efficiency * share;  // FLOP/s per GPU on large matrix multiplies
   const double tokens_step = double(p.global_batch) * m.seq;
+  p.tokens_per_step = tokens_step;
   const double model_flops = model_flops_per_token(m) * tokens_step;
   // Recompute repeats forward work: full = the whole forward (2P + the attention core's
   // 4*s*h per layer); selective = the attention core only.
@@ -478,8 +497,15 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   p.gpu_hours = p.wall_hours * p.gpus;
   p.cost_on_demand = p.train_hours * f_od * p.gpus * hw.on_demand_gpu_hour;
   p.cost_spot = p.train_hours * f_spot * p.gpus * hw.spot_gpu_hour;
+  p.has_spot_price = hw.spot_gpu_hour > 0;
   if (!std::isfinite(f)) p.fits = false;  // failures outpace progress: never choose it
   return p;
+}
+
+std::string spot_cost_text(const Plan& p) {
+  if (!p.has_spot_price) return "no spot price";
+  if (!std::isfinite(p.cost_spot)) return "no spot estimate (interruptions outpace progress)";
+  return text::money(p.cost_spot) + " spot";
 }
 
 void scale_work(Plan& p, double factor) {

@@ -30,6 +30,7 @@ struct RungResult {
   Plan best;                 // fastest fitting plan (valid when fits)
   double least_memory = 0;   // bytes, smallest need seen (for "does not fit" reasons)
   std::optional<Plan> no_progress;  // a layout that fits memory but whose failures outpace progress
+  bool batch_limited = false; // some split was skipped because dp would exceed the global batch
 };
 
 RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int gpus, const Pins& pins,
@@ -37,8 +38,8 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
   RungResult r;
   const ModelSpec& m = w.model;
   const int gpn = std::max(1, hw.gpus_per_node);
-  const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m);
-  std::vector<int> tps, pps;
+  const int B = w.global_batch > 0 ? w.global_batch : default_global_batch(m, w.tokens);
+  std::vector<int> tps, pps, sizes;
   const bool tensor = rung == Strategy::tensor || rung == Strategy::hybrid;
   const bool pipeline = rung == Strategy::pipeline || rung == Strategy::hybrid;
   if (tensor) {
@@ -61,6 +62,11 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
       const int dp = gpus / (tp * pp);
       if (pins.dp && *pins.dp != dp) continue;
       if (rung == Strategy::single && gpus != 1) continue;
+      // The batch is a constraint: more data-parallel ranks than sequences cannot be used.
+      if (dp > B) {
+        r.batch_limited = true;
+        continue;
+      }
       if ((rung == Strategy::ddp || rung == Strategy::zero) && dp < 2) continue;
       int zlo = 0, zhi = 0;
       if (rung == Strategy::zero) zlo = 1, zhi = 3;
@@ -74,8 +80,15 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
       const int local = (B + dp - 1) / dp;
       // ZeRO-2 times exactly like ZeRO-1 (same reduce-scatter and all-gather) and only needs
       // less memory, so it is evaluated only where ZeRO-1 did not fit: bit i of
-      // zero1_fits[recompute] is micro-batch first * 2^i.
+      // zero1_fits[recompute] is micro-batch sizes[i].
       std::array<std::uint64_t, 3> zero1_fits{};
+      // Micro-batches that divide the per-rank batch (dp x micro-batch x accumulation is the
+      // batch asked, issue 37), smallest first; a pinned size (any size) is the only one tried.
+      sizes.clear();
+      if (pins.micro_batch) sizes.push_back(*pins.micro_batch);
+      else
+        for (int b = 1; b <= local; ++b)
+          if (local % b == 0) sizes.push_back(b);
       for (int zero = zlo; zero <= zhi; ++zero) {
         if (pins.zero && *pins.zero != zero) continue;
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -86,13 +99,9 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
           if (rc != Recompute::none && r.fits && r.best.step_seconds - r.best.fixed_seconds <= r.best.compute_seconds * (1 + 1e-9) &&
               r.best.layout.recompute == Recompute::none)
             continue;
-          // Powers of two up to the local batch; a pinned size (any size, even beyond
-          // the local batch) is the only one tried.
-          const int first = pins.micro_batch.value_or(1);
-          const int last = pins.micro_batch ? first : local;
-          int bit = 0;
-          for (int b = first; b <= last; b *= 2, ++bit) {
-            const std::uint64_t mask = bit < 64 ? std::uint64_t{1} << bit : 0;
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            const int b = sizes[i];
+            const std::uint64_t mask = i < 64 ? std::uint64_t{1} << i : 0;
             if (zero == 2 && (zero1_fits[int(rc)] & mask)) continue;
             Layout l{tp, pp, dp, zero, b, rc, pins.interleave.value_or(1)};
             if (!valid_interleave(m, l, B)) continue;
@@ -166,6 +175,24 @@ std::string why_zero3(const Plan& p, const Workload& w, const Hardware& hw, cons
   return out;
 }
 
+// Where the global batch came from and how the layout splits it (issue 37).
+std::string batch_line(const Plan& p) {
+  const Layout& l = p.layout;
+  std::string out = text::format("global batch %d sequences (%sM tokens) = dp %d x micro-batch %d x %d accumulation",
+                                 p.global_batch, text::num(p.tokens_per_step / 1e6, 2).c_str(), l.dp, l.micro_batch,
+                                 p.micro_batches);
+  if (p.global_batch != p.batch_asked)
+    out += text::format(" (%d rounded up to whole micro-batches on %d data-parallel ranks)", p.batch_asked, l.dp);
+  if (p.batch_law_tokens > 0)
+    out += "; the default: DeepSeek LLM's batch law 0.292 x C^0.3271 gives " + text::num(p.batch_law_tokens / 1e6, 2) +
+           "M tokens for this run" +
+           (p.batch_law_tokens > kMaxDefaultBatchTokens ? ", capped at 4.19M (Llama 2's batch)" : std::string()) +
+           ", rounded to a power of two sequences (--global-batch sets it)";
+  else
+    out += "; as asked (--global-batch)";
+  return out;
+}
+
 // The explanation lines of a chosen plan.
 void explain(Plan& p, const std::vector<std::string>& skipped, std::string verdict, const Workload& w,
              const Hardware& hw, const Pins& pins, const Goals& goals) {
@@ -195,10 +222,11 @@ std::vector<std::string> describe_plan(const Plan& p) {
                 text::num(p.tp_comm_seconds + p.pp_comm_seconds + p.dp_exposed_seconds, 3) + " s (comm ratio " +
                 text::num(p.comm_ratio, 3) + "), pipeline bubble " + text::num(100 * p.bubble_fraction, 1) +
                 "%, fixed per step " + text::num(p.fixed_seconds, 3) + " s (optimizer update, host)");
+  out.push_back(batch_line(p));
   out.push_back(text::num(p.tflops_per_gpu, 1) + " TFLOP/s per GPU (MFU " + text::num(100 * p.mfu, 1) + "%), " +
                 text::num(p.steps, 0) + " steps of " + std::to_string(p.global_batch) + " sequences");
   out.push_back(text::num(p.wall_hours, 2) + " h wall, " + text::num(p.gpu_hours, 1) + " GPU-hours, " +
-                text::money(p.cost_on_demand) + " on-demand / " + text::money(p.cost_spot) + " spot");
+                text::money(p.cost_on_demand) + " on-demand / " + spot_cost_text(p));
   if (p.evaluations > 0)
     out.push_back("evaluation: " + text::num(p.evaluations, 0) + " forward passes, " + text::num(p.eval_hours, 2) +
                   " h of the " + text::num(p.train_hours, 2) + " h before failures (" +
@@ -211,7 +239,7 @@ std::vector<std::string> describe_plan(const Plan& p) {
 
 Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, const Pins& pins, const Goals& goals) {
   Workload w = work;  // the default batch is resolved once, not in every evaluate()
-  if (w.global_batch <= 0) w.global_batch = default_global_batch(w.model);
+  resolve_batch(w);
   if (gpus < 1 || gpus > goals.max_gpus)
     return Error{text::format("%d GPUs is out of range", gpus), "", 0, "gpus",
                  text::format("ask for 1 to %d GPUs", goals.max_gpus)};
@@ -219,9 +247,11 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
   RungResult fallback;
   double least_memory = 0;
   std::optional<Plan> no_progress;
+  bool batch_limited = false;
   for (Strategy rung : kLadder) {
     if (pins.strategy && *pins.strategy != rung) continue;
     RungResult r = search_rung(rung, w, hw, gpus, pins, goals);
+    batch_limited |= r.batch_limited;
     if (!r.any) continue;
     if (least_memory == 0 || (r.least_memory > 0 && r.least_memory < least_memory)) least_memory = r.least_memory;
     if (!r.fits) {
@@ -264,6 +294,11 @@ Result<Plan> best_plan_at(const Workload& work, const Hardware& hw, int gpus, co
                      outpaced(*no_progress),
                  "", 0, "gpus",
                  "use fewer nodes, faster checkpoint storage (checkpoint_write_gb_s), or check node_mtbf_hours"};
+  if (least_memory == 0 && batch_limited)
+    return Error{text::format("%d GPU(s) are more than the global batch of %d sequences can use: ", gpus, w.global_batch) +
+                     "every layout would need more data-parallel ranks than sequences, and more GPUs than the "
+                     "batch can use are not a speed-up",
+                 "", 0, "gpus", "ask for fewer GPUs, or a larger --global-batch"};
   if (least_memory == 0)
     return Error{"no " + what + text::format("layout exists on %d GPU(s)", gpus), "", 0, "gpus",
                  pins.interleave && *pins.interleave > 1
@@ -290,43 +325,105 @@ Result<Plan> fewest_gpus_plan(const Workload& w, const Hardware& hw, int from, c
   return best_plan_at(w, hw, std::min(n, goals.max_gpus), pins, goals);
 }
 
-Result<Plan> choose_plan(const Workload& w, const Hardware& hw, const Pins& pins, const Goals& goals) {
-  if (pins.tp && pins.pp && pins.dp) return best_plan_at(w, hw, *pins.tp * *pins.pp * *pins.dp, pins, goals);
-  Result<Plan> cur = fewest_gpus_plan(w, hw, 1, pins, goals);
-  if (!cur) return cur;
-  int n = cur.value().gpus;
-  const double target = goals.deadline_hours > 0 ? goals.deadline_hours : goals.single_gpu_max_hours;
-  Plan plan = cur.value();
-  if (n == 1 && plan.gpu_hours < goals.distributed_min_gpu_hours && goals.deadline_hours <= 0) {
-    if (goals.explain)
-      plan.reasons.push_back("stays on one GPU: " + text::num(plan.gpu_hours, 1) + " GPU-hours < " +
-                           text::num(goals.distributed_min_gpu_hours, 0) + " (distributed_min_gpu_hours)");
-    return plan;
+// The most GPUs the goals allow: max_gpus, and max_nodes whole nodes of the partition.
+static int gpu_limit(const Hardware& hw, const Goals& goals, std::string* why) {
+  int limit = goals.max_gpus;
+  if (why) *why = text::format("max_gpus %d", goals.max_gpus);
+  const long long by_nodes = 1LL * goals.max_nodes * std::max(1, hw.gpus_per_node);
+  if (goals.max_nodes > 0 && by_nodes < limit) {
+    limit = static_cast<int>(by_nodes);
+    if (why)
+      *why = (goals.where.empty() ? std::string("the partition") : goals.where) +
+             text::format("'s limit of %d node(s) x %d GPUs (max_nodes)", goals.max_nodes, hw.gpus_per_node);
   }
-  // Double while the run is longer than the target and doubling still pays.
-  while (plan.wall_hours > target && n * 2 <= goals.max_gpus) {
-    auto next = best_plan_at(w, hw, n * 2, pins, goals);
-    if (!next) break;
-    const double speedup = plan.wall_hours / next.value().wall_hours;
-    if (speedup < goals.min_doubling_speedup) {
-      if (goals.explain)
-        plan.reasons.push_back(text::format("stops at %d GPUs: doubling to %d speeds up only %.2fx < %.2g", n, n * 2,
-                                          speedup, goals.min_doubling_speedup));
+  return limit;
+}
+
+Result<Plan> choose_plan(const Workload& work, const Hardware& hw, const Pins& pins, const Goals& goals) {
+  if (pins.tp && pins.pp && pins.dp) return best_plan_at(work, hw, *pins.tp * *pins.pp * *pins.dp, pins, goals);
+  Workload w = work;
+  resolve_batch(w);  // one batch for every GPU count tried
+  std::string limit_why;
+  Goals within = goals;
+  within.max_gpus = gpu_limit(hw, goals, &limit_why);
+  Result<Plan> cur = fewest_gpus_plan(w, hw, 1, pins, within);
+  if (!cur) {
+    Error e = cur.error();
+    if (within.max_gpus < goals.max_gpus) e.message += " (" + limit_why + ")";
+    return e;
+  }
+  int n = cur.value().gpus;
+  Plan plan = cur.value();
+  const bool deadline = goals.deadline_hours > 0;
+  auto note = [&](std::string line) {
+    if (goals.explain) plan.reasons.push_back(std::move(line));
+  };
+  // One GPU is enough for a small or short job (the seeds' rules of thumb): a rule about
+  // whether to distribute at all, not a wall-time target for the runs that must.
+  if (n == 1 && !deadline) {
+    if (plan.gpu_hours < goals.distributed_min_gpu_hours) {
+      note("stays on one GPU: " + text::num(plan.gpu_hours, 1) + " GPU-hours < " +
+           text::num(goals.distributed_min_gpu_hours, 0) + " (distributed_min_gpu_hours)");
       return plan;
     }
-    if (next.value().comm_ratio > goals.max_comm_ratio) {
-      if (goals.explain)
-        plan.reasons.push_back(text::format("stops at %d GPUs: at %d the comm ratio %.2f exceeds %.2g", n, n * 2,
-                                          next.value().comm_ratio, goals.max_comm_ratio));
+    if (plan.wall_hours <= goals.single_gpu_max_hours) {
+      note("stays on one GPU: it finishes in " + text::num(plan.wall_hours, 1) + " h <= " +
+           text::num(goals.single_gpu_max_hours, 0) + " h (single_gpu_max_hours)");
       return plan;
+    }
+  }
+  // Double while it pays: each doubling must speed up >= min_doubling_speedup and keep the
+  // comm ratio within max_comm_ratio; a deadline stops at the fewest GPUs that meet it.
+  std::string stop;
+  while (true) {
+    if (deadline && plan.wall_hours <= goals.deadline_hours) {
+      stop = text::format("it is the fewest that meet the %s h deadline", text::num(goals.deadline_hours).c_str());
+      break;
+    }
+    if (plan.layout.dp >= w.global_batch) {
+      stop = text::format("dp %d already gives each rank one sequence of the %d-sequence batch: more GPUs than the "
+                          "batch can use are not a speed-up (a larger --global-batch would use them)",
+                          plan.layout.dp, w.global_batch);
+      break;
+    }
+    if (n * 2 > within.max_gpus) {
+      stop = text::format("doubling to %d GPUs would exceed ", n * 2) + limit_why;
+      break;
+    }
+    auto next = best_plan_at(w, hw, n * 2, pins, within);
+    if (!next) {
+      stop = text::format("no plan on %d GPUs: ", n * 2) + next.error().message;
+      break;
+    }
+    const double speedup = plan.wall_hours / next.value().wall_hours;
+    if (speedup < goals.min_doubling_speedup) {
+      stop = text::format("doubling to %d GPUs speeds up only %.2fx < %s (min_doubling_speedup)", n * 2, speedup,
+                          text::num(goals.min_doubling_speedup).c_str());
+      break;
+    }
+    if (next.value().comm_ratio > goals.max_comm_ratio) {
+      stop = text::format("at %d GPUs the comm ratio %.2f exceeds %s (max_comm_ratio)", n * 2, next.value().comm_ratio,
+                          text::num(goals.max_comm_ratio).c_str());
+      break;
     }
     plan = next.value();
     n *= 2;
   }
-  if (goals.explain)
-    plan.reasons.push_back(plan.wall_hours <= target
-                             ? text::format("%d GPU(s) finish in %.1f h, within the %.0f h target", n, plan.wall_hours, target)
-                             : text::format("%d GPU(s): the most the goals allow (%.1f h)", n, plan.wall_hours));
+  if (deadline && plan.wall_hours > goals.deadline_hours)
+    note(text::format("the %s h deadline cannot be met: %d GPU(s) take %s h, and the search stopped because ",
+                      text::num(goals.deadline_hours).c_str(), n, text::num(plan.wall_hours, 1).c_str()) +
+         stop);
+  else
+    note(text::format("%d GPU(s), %s h: the GPU count stops here because ", n, text::num(plan.wall_hours, 1).c_str()) +
+         stop);
+  // A run longer than the partition's max_time goes on in requeued segments (it checkpoints
+  // at Daly's interval and requeues on the signal before the limit).
+  if (goals.max_time_hours > 0 && plan.wall_hours > goals.max_time_hours)
+    note(text::format("longer than max_time (%s h): runs as %d requeued segments, resuming from its checkpoint "
+                      "(every %s min)",
+                      text::num(goals.max_time_hours, 0).c_str(),
+                      static_cast<int>(std::ceil(plan.wall_hours / goals.max_time_hours)),
+                      text::num(plan.ckpt_interval_s / 60, 1).c_str()));
   return plan;
 }
 

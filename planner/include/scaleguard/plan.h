@@ -50,13 +50,25 @@ struct Workload {
   ModelSpec model;
   double tokens = 0;             // training tokens
   int global_batch = 0;          // sequences per optimizer step; 0 = default_global_batch()
+  // > 0 when global_batch came from the batch law (resolve_batch): the law's tokens before
+  // the cap and the rounding, so the plan can say where its batch came from.
+  double batch_law_tokens = 0;
   // Periodic evaluation (issue 29 item 2): a forward pass over eval_tokens every
   // eval_interval optimizer steps, on the training layout. 0 = none.
   double eval_interval = 0;      // steps
   double eval_tokens = 0;        // tokens per evaluation
 };
-// Default batch: 0.5M tokens * (P/1e8)^(1/3), within [0.5M, 4M] tokens, in whole sequences.
-int default_global_batch(const ModelSpec&);
+// The default global batch (issue 37): DeepSeek LLM (2024)'s fit of the optimal batch
+// against compute, B = 0.292 * C^0.3271 tokens with C = model FLOPs of the run, capped at
+// kMaxDefaultBatchTokens (4M: Llama 2's batch at every size and Llama 3's starting batch, the
+// largest any catalog preset's authors began with) and rounded to a power of two sequences.
+// tokens <= 0: a compute-optimal run (20 tokens per parameter, Chinchilla) is assumed.
+constexpr double kMaxDefaultBatchTokens = 4194304;
+double batch_law_tokens(const ModelSpec&, double tokens);
+int default_global_batch(const ModelSpec&, double tokens);
+// Fills w.global_batch from the law when it is 0 (and w.batch_law_tokens with the law's
+// tokens); a given batch is kept.
+void resolve_batch(Workload& w);
 // Training FLOPs per token: 6*P for the weights (forward + backward) plus 12*s*h per layer
 // for the attention scores and their weighted sum (QK^T and AV, forward + backward; the
 // PaLM/Megatron count, causal masking not discounted).
@@ -93,6 +105,9 @@ struct Plan {
   Strategy strategy = Strategy::single;
   int gpus = 1, nodes = 1;
   int global_batch = 0, micro_batches = 0;   // micro_batches per DP rank per step
+  double tokens_per_step = 0;      // global_batch x sequence length
+  int batch_asked = 0;             // the batch asked for (global_batch rounds it up when dp does not divide it)
+  double batch_law_tokens = 0;     // > 0: the batch came from the law (Workload::batch_law_tokens)
   bool fits = false;
   Memory memory;
   double gpu_memory_gib = 0;
@@ -118,6 +133,7 @@ struct Plan {
   double wall_hours = 0;           // with failures, for the chosen capacity
   double gpu_hours = 0;
   double cost_on_demand = 0, cost_spot = 0;   // each with its own failure overhead
+  bool has_spot_price = true;      // false: the catalog has no spot price (cost_spot is 0, printed "no spot price")
   // Data-parallel exchange inputs for topk_estimate(): gradient elements per GPU, the
   // bandwidth one rank's exchange gets (bytes/s) and its per-collective latency, HBM bytes/s.
   double dp_elements = 0, dp_bytes = 0, dp_rank_bytes_per_s = 0, dp_hop_s = 0, hbm_bytes_per_s = 0;
@@ -141,6 +157,10 @@ TopKEstimate topk_estimate(const Plan&, double density);
 // The reason line proposing top-k when the plan is communication-bound (exposed data-parallel
 // communication >= 10% of compute) and top-k at `density` cuts the step by >= 10%; "" otherwise.
 std::string topk_reason(const Plan&, double density = 0.01);
+
+// The spot side of a cost: "$1,234 spot", "no spot price" (the catalog has none), or
+// "no spot estimate (interruptions outpace progress)" -- never "$inf".
+std::string spot_cost_text(const Plan&);
 
 // One line per aspect (layout, memory, step, throughput, cost, checkpoints) for reasons[].
 std::vector<std::string> describe_plan(const Plan&);
@@ -166,6 +186,11 @@ struct Goals {
   double distributed_min_gpu_hours = 100;
   double deadline_hours = 0;     // > 0: fewest GPUs that finish within it
   int max_gpus = 65536;
+  // The partition's limits (0 = none): the search never proposes more nodes than max_nodes;
+  // a run longer than max_time runs in requeued segments (checkpoint, signal, requeue).
+  int max_nodes = 0;
+  double max_time_hours = 0;
+  std::string where;             // "partition gpu-od", named when a limit stops the search
   int max_zero_stage = 3;        // highest ZeRO stage the runner executing the plan implements
   bool explain = true;           // false: no reasons[] (decide() explains only the plan it keeps)
   // The why-ZeRO-3 reason searches the pipeline and tensor rungs to compare; decide() runs
@@ -179,9 +204,12 @@ struct Goals {
 Result<Plan> best_plan_at(const Workload&, const Hardware&, int gpus, const Pins&, const Goals&);
 // The fewest GPUs (from, 2*from, 4*from, ...: powers of two split cleanly) that fit.
 Result<Plan> fewest_gpus_plan(const Workload&, const Hardware&, int from, const Pins&, const Goals&);
-// Chooses the GPU count too: one GPU when it fits and the job is small/short enough per the
-// goals, else the fewest GPUs that fit, doubled while the doubling pays (speedup >= goal,
-// comm ratio within goal) and the job is not yet within the single-GPU/deadline hours.
+// Chooses the GPU count too (issue 37): one GPU when it fits and the job is small/short
+// enough per the goals; else the fewest GPUs that fit, doubled while the doubling pays
+// (speedup >= min_doubling_speedup, comm ratio within max_comm_ratio), the batch can use the
+// GPUs (dp < batch) and the partition allows them (max_nodes, max_gpus). With a deadline:
+// the fewest GPUs that meet it, or the reason it cannot be met. The reasons name what
+// stopped the search.
 Result<Plan> choose_plan(const Workload&, const Hardware&, const Pins&, const Goals&);
 
 // Checkpoint interval (seconds) for save time C and MTBF M (both seconds).

@@ -8,6 +8,7 @@
 
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
+#include "scaleguard/plan.h"
 
 namespace scaleguard {
 
@@ -90,6 +91,12 @@ struct Policy {
 
 // The built-in defaults (the values from the cost literature; see docs/policy.md).
 Rules default_rules();
+
+// The hardware and goals a job gets in a partition: what decide() plans with, and what
+// plan, compare and probe use under --policy (issue 37: one answer from every verb). Goals
+// carry the rules' thresholds, max_zero_stage, max_nodes and max_time.
+Hardware partition_hardware(const Policy&, const Partition&);
+Goals partition_goals(const Policy&, const Partition&);
 // Human-readable effective policy (`scaleguard policy check`).
 std::string describe(const Policy&);
 

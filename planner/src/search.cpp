@@ -16,6 +16,16 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr Strategy kLadder[] = {Strategy::single, Strategy::ddp, Strategy::zero,
                                 Strategy::pipeline, Strategy::tensor, Strategy::hybrid};
 
+// The divisors of n, ascending, in O(sqrt n): decide() runs this for every split it tries.
+void divisors(int n, std::vector<int>& out) {
+  int d = 1;
+  for (; d * d < n; ++d)
+    if (n % d == 0) out.push_back(d);
+  const size_t low = out.size();
+  if (d * d == n) out.push_back(d);
+  for (size_t i = low; i-- > 0;) out.push_back(n / out[i]);
+}
+
 bool better(const Plan& a, const Plan& b) {  // is a better than b?
   // Step times within 0.1% are a tie: then less recompute and bigger micro-batches win.
   if (std::fabs(a.step_seconds - b.step_seconds) > 1e-3 * b.step_seconds) return a.step_seconds < b.step_seconds;
@@ -87,8 +97,7 @@ RungResult search_rung(Strategy rung, const Workload& w, const Hardware& hw, int
       sizes.clear();
       if (pins.micro_batch) sizes.push_back(*pins.micro_batch);
       else
-        for (int b = 1; b <= local; ++b)
-          if (local % b == 0) sizes.push_back(b);
+        divisors(local, sizes);
       for (int zero = zlo; zero <= zhi; ++zero) {
         if (pins.zero && *pins.zero != zero) continue;
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {

@@ -247,6 +247,59 @@ setup() {
   scancel --name=sg-bud
 }
 
+# Issue 36 class 1: --ntasks-per-gpu without a GPU request. job_submit charges the GPUs
+# slurmctld derives (-n 4 / 2 = 2); the pending job keeps them only in its GRES list (no
+# tres-per-* field), so a sync that read those fields alone held 0 for it.
+@test "a pending job's GPUs derived from --ntasks-per-gpu are held by the sync, not 0" {
+  scancel --name=sg-bud --state=PENDING; sleep 1
+  sync_ledger
+  local held0
+  held0=$(budget_value sgb-ml held)
+  run user_sbatch -J sg-bud -H -A sgb-ml --parsable -n 4 --ntasks-per-gpu=2 --time=60 --wrap true
+  assert_success
+  local id
+  id=$(parsed_job_id)
+  run job_field "$id" TresPerJob
+  refute_output --partial gpu
+  sync_ledger
+  # 2 GPUs x 1 h.
+  assert_close "$(budget_value sgb-ml held)" "$(awk -v h="$held0" 'BEGIN { print h + 2 }')" held
+  scancel --name=sg-bud
+}
+
+# Issue 36 class 8: a partition list past 256 bytes (ten ungoverned partitions with long
+# names, made for this test, then a governed one; set by the admin here) is read whole: the
+# job's lien stays and the sync skips nothing (it used to drop the line with a note).
+@test "a job whose partition list is longer than 256 bytes keeps its lien at the sync" {
+  scancel --name=sg-bud --state=PENDING; sleep 1
+  local parts="" i
+  for ((i = 10; i < 20; i++)); do
+    scontrol create PartitionName=sgb-ungoverned-partition-$i Nodes=gpu-st-p4d-1 State=UP
+    parts+="sgb-ungoverned-partition-$i,"
+  done
+  parts+=gpu-od
+  sync_ledger
+  local held0
+  held0=$(budget_value sgb-ml held)
+  run user_sbatch -J sg-bud -H -A sgb-ml --parsable -p gpu-od --gpus=1 --time=60 --wrap true
+  assert_success
+  local id
+  id=$(parsed_job_id)
+  scontrol update job="$id" Partition="$parts"
+  run squeue -h -j "$id" -O Partition:0
+  [ "${#output}" -gt 256 ] || fail "squeue shows a partition list of ${#output} bytes: $output"
+  run scaleguard budget sync --policy "$BUD_TMP/policy.ini"
+  assert_success
+  refute_output --partial skipped
+  refute_output --partial UNUSABLE
+  sync_ledger
+  local held
+  held=$(budget_value sgb-ml held)
+  scancel --name=sg-bud; sleep 1
+  for ((i = 10; i < 20; i++)); do scontrol delete PartitionName=sgb-ungoverned-partition-$i; done
+  assert_close "$held" "$(awk -v h="$held0" 'BEGIN { print h + 1 }')" held
+}
+
 @test "arrays and het jobs count whole; a refused het component takes the earlier ones' charge back" {
   scancel --name=sg-bud --state=PENDING; sleep 1
   sync_ledger

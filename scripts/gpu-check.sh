@@ -64,9 +64,11 @@ read -r torch_version _ cuda_ok _ torch_cmake <<<"$torch_facts"
 [ "$cuda_ok" = True ] || { say "FAIL: torch sees no GPU"; exit 1; }
 
 # --- 2. sysroot from the carried packages --------------------------------------------------------
-root=/tmp/sg-sysroot
 ls "$debs"/*.deb >/dev/null 2>&1 || { say "FAIL: no .deb files in $debs (run --fetch where apt works, carry it)"; exit 1; }
-rm -rf "$root"; mkdir -p "$root"
+# A fresh private folder (mktemp -d, 0700): root runs programs and loads libraries from it,
+# so never a fixed /tmp name another user could make first.
+root=$(mktemp -d /tmp/sg-sysroot.XXXXXX)
+trap 'rm -rf "$root"' EXIT
 for d in "$debs"/*.deb; do dpkg -x "$d" "$root"; done
 multi=$root/usr/lib/x86_64-linux-gnu
 export PATH=$root/usr/bin:$PATH

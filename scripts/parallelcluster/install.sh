@@ -35,9 +35,13 @@ usage: install.sh [options]
                          /etc/parallelcluster/cfnconfig under --root)
   --source SRC           scaleguard sources: a directory, a .tar.gz, or an s3:// or https://
                          URL of a .tar.gz (default: the checkout holding this script)
-  --build-dir DIR        CMake build directory (default: /var/tmp/scaleguard-build);
-                         configured when it has no CMakeCache.txt; sources from a
-                         .tar.gz are unpacked beside it, in DIR-src
+  --build-dir DIR        CMake build directory (default: /var/cache/scaleguard/build);
+                         made mode 0700 when missing, configured when it has no
+                         CMakeCache.txt; sources from a .tar.gz are unpacked beside it, in
+                         DIR-src. Root runs what is in it: an existing one (and DIR-src) must
+                         be root's and writable by nobody else, as must every directory above
+                         it (a sticky one such as /var/tmp may be world-writable), or the
+                         script stops
   --no-build             install from --build-dir as it is (already built)
   --install-deps         head: install the build dependencies first, with apt-get (Ubuntu,
                          Debian) or dnf (Amazon Linux 2023, RHEL 9 and the like)
@@ -78,7 +82,46 @@ check_path() {  # NAME VALUE
   [[ /$2/ != */../* ]] || usage_error "$1 '$2': '..' is not allowed"
 }
 
-role="" source="" build_dir=/var/tmp/scaleguard-build build=1 prefix=/opt/scaleguard
+# Root runs what a build directory holds and writes paths from its cache into plugstack.conf,
+# and slurmd loads the plugin plugstack.conf names as root: such a path must be root's (or
+# this user's) and writable by nobody else, and so must every directory above it up to /,
+# link and target alike, or another user could swap it. A world-writable directory above is
+# allowed only when sticky (/tmp, /var/tmp): nobody else can rename or remove our entry.
+# Prints why not and returns 1.
+trusted_path() {  # PATH
+  local real p uid mode type leaf
+  real=$(realpath -e -- "$1" 2> /dev/null) || { echo "$1 does not exist"; return 1; }
+  for p in "$1" "$real"; do
+    leaf=1
+    while :; do
+      read -r uid mode type <<< "$(stat -c '%u %a %F' -- "$p")"   # the link itself, not its target
+      [ "$uid" = 0 ] || [ "$uid" = "$EUID" ] || { echo "$p is owned by uid $uid"; return 1; }
+      if [ "$type" != "symbolic link" ] && (( 8#$mode & 8#022 )) && { [ "$leaf" = 1 ] || ! (( 8#$mode & 8#1000 )); }; then
+        echo "$p is writable by group or others (mode $mode)"; return 1
+      fi
+      [ "$p" = / ] && break
+      p=$(dirname -- "$p"); leaf=0
+    done
+  done
+}
+
+# A directory root makes (mode 0700) or reuses only if trusted_path says it is root's.
+private_dir() {  # DIR WHAT
+  local why
+  if [ -e "$1" ] || [ -L "$1" ]; then
+    why=$(trusted_path "$1") ||
+      die "$2 $1: not used, someone other than root made it or can change it ($why): remove it or name another"
+    [ -d "$1" ] || die "$2 $1: not a directory"
+    return 0
+  fi
+  [ "$dry_run" = 1 ] && { echo "+ mkdir -m 0700 $1"; return 0; }
+  mkdir -p -- "$(dirname -- "$1")"
+  # Not -p: if someone made it since the test above, this fails instead of adopting theirs.
+  mkdir -m 0700 -- "$1" || die "$2 $1: cannot make it (someone else made it just now?)"
+  why=$(trusted_path "$1") || die "$2 $1: $why"
+}
+
+role="" source="" build_dir=/var/cache/scaleguard/build build=1 prefix=/opt/scaleguard
 conf_dir="" plugin_dir="" policy="" catalog="" root="" restart=1 dry_run=0
 install_deps=0 libtorch="" mpi="" conf_mode=auto profile=/etc/profile.d/scaleguard.sh
 cmake_args=()
@@ -222,13 +265,16 @@ fetch_source() {
     local tree
     if [ "$build" = 1 ] && [ "$dry_run" = 0 ]; then
       tree=$build_dir-src
-      rm -rf "$tree"
+      # Made afresh, never one that is there (private_dir refuses one made by someone else).
+      if [ -e "$tree" ] || [ -L "$tree" ]; then private_dir "$tree" "the sources' folder"; rm -rf -- "$tree"; fi
+      private_dir "$tree" "the sources' folder"
     else
       work=${work:-$(mktemp -d)}
       tree=$work/src
+      mkdir "$tree"
     fi
-    mkdir -p "$tree"
-    tar -xzf "$source" -C "$tree"
+    # Owners and modes from the archive are not kept: the tree is root's, not writable by others.
+    tar -xzf "$source" -C "$tree" --no-same-owner --no-same-permissions
     # A tarball holds the tree either at its top or in one folder.
     src=$tree
     [ -f "$src/CMakeLists.txt" ] || src=$(dirname "$(find "$tree" -maxdepth 2 -name CMakeLists.txt -print -quit)")
@@ -311,6 +357,8 @@ cache_value() {  # VAR: its value in the build's CMakeCache.txt
 
 build_and_install() {
   local gen=() targets
+  [ "$build" = 1 ] || [ -e "$build_dir" ] || die "--no-build: $build_dir is not a configured build directory (it does not exist)"
+  private_dir "$build_dir" --build-dir
   pick_cmake
   if [ "$build" = 1 ]; then find_runner_deps; fi
   if [ ! -f "$build_dir/CMakeCache.txt" ]; then
@@ -346,6 +394,7 @@ build_and_install() {
     plugin_dir=$(cache_value SCALEGUARD_SLURM_PLUGIN_DIR)
     [ -n "$plugin_dir" ] || die "$build_dir has no SCALEGUARD_SLURM_PLUGIN_DIR: configure it again (cmake -S SRC -B $build_dir)"
     [[ $plugin_dir == /* ]] || plugin_dir=$prefix/$plugin_dir
+    check_path "SCALEGUARD_SLURM_PLUGIN_DIR of $build_dir/CMakeCache.txt" "$plugin_dir"
   fi
   scaleguard_bin=$build_dir/cli/scaleguard
   for f in cli/scaleguard spank-plugin/spank/scaleguard.so spank-plugin/job_submit/job_submit_scaleguard.so; do
@@ -384,7 +433,19 @@ check_configs() {
   rm -rf "$stage"
 }
 
+# The plugins Slurm's daemons load as root, as installed: root's, not writable by others
+# (a dry run before the build, or a compute node without the job_submit plugin, has fewer).
+check_plugins() {
+  local p why
+  for p in "$plugin_dir" "$plugin_dir/scaleguard.so" "$plugin_dir/job_submit_scaleguard.so"; do
+    [ -e "$root$p" ] || [ -L "$root$p" ] || continue
+    why=$(trusted_path "$root$p") ||
+      die "$p: slurmd and slurmctld would load plugins from it as root, but $why; plugstack.conf and slurm.conf not written"
+  done
+}
+
 install_configs() {
+  check_plugins
   if [ -n "$policy" ] || [ ! -f "$root$sg_dir/policy.ini" ]; then
     put_from "$root$sg_dir/policy.ini" "${policy:-$src/configs/policy.ini}"
   else
@@ -514,6 +575,7 @@ check_shared() {  # compute: the head node's install must be visible here
   for f in "$prefix/bin/scaleguard" "$plugin_dir/scaleguard.so" "$sg_dir/policy.ini"; do
     [ -f "$root$f" ] || die "$root$f not found: run the head node install first, with --prefix and --plugin-dir on storage the compute nodes share"
   done
+  check_plugins
   # The runner is optional: plugins and CLI work without it; jobs that run it cannot.
   [ -x "$root$prefix/bin/scaleguard-run" ] ||
     say "WARNING: $root$prefix/bin/scaleguard-run not found: the head node built scaleguard without MPI or LibTorch, so jobs cannot run scaleguard-run (the plugins and the CLI work). Fix: run the head role again with --libtorch DIR (a CUDA LibTorch; Open MPI from /opt/amazon/openmpi or --mpi DIR), then this again"

@@ -3,6 +3,9 @@
 // the same per-rank micro-batch, reads the runner's metrics, and stores speedup, comm ratio,
 // step times and peak memory in the probe store, where decide() (CLI and job_submit) finds them.
 // The probe's cost (ranks x wall time) is bounded by a GPU-hour budget it stops within.
+// A record keeps the hardware it was measured on (issue 37): the device the ranks used (from
+// the runner's own log) and the GPU type; it is stored only under an instance of that hardware,
+// so a CPU run never becomes a GPU instance's measurement.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -133,6 +137,63 @@ void read_memory(const std::string& log, RunResult& r) {
     r.peak_bytes = std::stod(m[1]) + std::stod(m[2]) + std::stod(m[3]) + std::stod(m[4]);
 }
 
+// The device the ranks trained on, from the runner's "rank R/W ... device cuda|cpu" lines:
+// "" when a log has none or the ranks disagree.
+std::string ranks_device(const std::vector<std::string>& logs) {
+  static const std::regex re("scaleguard-run: rank [0-9]+/[0-9]+ .* device (cuda|cpu) threads");
+  std::string device;
+  for (const auto& log : logs) {
+    std::ifstream in(log);
+    bool any = false;
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, re)) continue;
+      any = true;
+      if (device.empty()) device = m[1];
+      else if (device != m[1]) return "";
+    }
+    if (!any) return "";
+  }
+  return device;
+}
+
+// The catalog GPU type whose name's words ("A100", "40GB") all appear in `reported` (what
+// nvidia-smi names it: "NVIDIA A100-SXM4-40GB"); "" when none or more than one does.
+std::string gpu_type_named(const Catalog& cat, const std::string& reported) {
+  auto words = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::string w;
+    for (char c : s + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c))) w += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      else if (!w.empty()) out.push_back(w), w.clear();
+    }
+    return out;
+  };
+  const auto have = words(reported);
+  std::string found;
+  for (const auto& g : cat.gpus) {
+    if (g.host) continue;
+    const auto need = words(g.name);
+    bool all = !need.empty();
+    for (const auto& w : need) all = all && std::find(have.begin(), have.end(), w) != have.end();
+    if (!all) continue;
+    if (!found.empty()) return "";
+    found = g.name;
+  }
+  return found;
+}
+
+// What nvidia-smi calls this node's first GPU ("" without one).
+std::string nvidia_smi_name() {
+  FILE* p = popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null", "r");
+  if (!p) return "";
+  char line[256] = {0};
+  std::string name = fgets(line, sizeof line, p) ? line : "";
+  pclose(p);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+  return name;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -192,6 +253,7 @@ int run(int argc, char** argv) {
       ("no-store", "measure and print only")
       ("instance", po::value<std::string>(), "instance type to file the record under (default: the partition's)")
       ("partition,p", po::value<std::string>(), "partition whose instance type applies (default $SLURM_JOB_PARTITION, else the policy's default)")
+      ("gpu", po::value<std::string>(), "catalog GPU type a CUDA probe ran on, when nvidia-smi cannot say (checked against the instance's)")
       ("micro-batch", po::value<int>()->default_value(1), "per-rank micro-batch of both runs")
       ("steps", po::value<int>()->default_value(0), "steps per run (0 = from a warm-up and the budget, 4..40)")
       ("max-gpu-hours", po::value<double>(),
@@ -204,8 +266,9 @@ int run(int argc, char** argv) {
       ("json", "machine-readable output");
   po::variables_map vm;
   const char* usage =
-      "usage: scaleguard probe --model SPEC [--store DIR] [--max-gpu-hours H] [--steps N] [--micro-batch M]\n"
-      "                        [--launcher auto|srun|mpirun] [--runner PATH] [--device cpu] [--json]";
+      "usage: scaleguard probe --model SPEC [--policy FILE] [--partition P | --instance TYPE] [--store DIR]\n"
+      "                        [--max-gpu-hours H] [--steps N] [--micro-batch M] [--launcher auto|srun|mpirun]\n"
+      "                        [--runner PATH] [--device auto|cpu|cuda] [--gpu TYPE] [--json]";
   if (auto rc = parse_args(argc, argv, desc, vm, usage)) return *rc;
   auto policy = load_policy(policy_path(vm), vm.count("catalog") ? vm["catalog"].as<std::string>() : "");
   if (!policy) {
@@ -248,16 +311,35 @@ int run(int argc, char** argv) {
   s.nodes_avail = std::max(1, std::atoi(env_or("SLURM_JOB_NUM_NODES", "1").c_str()));
   const int nodes = s.launcher == "srun" && s.nodes_avail >= 2 ? 2 : 1;
 
-  // Instance type: --instance, else the partition's in the policy.
+  // Instance type: --instance, else the partition's in the policy (--partition, inside a job
+  // its partition, else the policy's default), and the hardware a record of it must come from.
   std::string instance = vm.count("instance") ? vm["instance"].as<std::string>() : "";
   if (instance.empty()) {
     const std::string pname = vm.count("partition") ? vm["partition"].as<std::string>() : env_or("SLURM_JOB_PARTITION", "");
     const Partition* part = pname.empty() ? pol.default_partition() : pol.find_partition(pname);
     if (!part) {
-      std::fprintf(stderr, "scaleguard probe: partition '%s' is not in the policy: give --instance\n", pname.c_str());
+      std::fprintf(stderr, "scaleguard probe: partition '%s' is not in the policy %s: give --partition or --instance\n",
+                   pname.c_str(), pol.path.c_str());
       return 2;
     }
     instance = part->inst.name;
+  }
+  const Instance* inst = pol.catalog.find_instance(instance);
+  const GpuType* want = inst ? pol.catalog.find_gpu(inst->gpu) : nullptr;
+  if (!want) {
+    std::fprintf(stderr, "scaleguard probe: instance type '%s' is not in the catalog %s\n", instance.c_str(),
+                 pol.catalog.path.c_str());
+    return 2;
+  }
+  const bool storing = !vm.count("no-store");
+  // A device the instance does not have: refused before the budget is spent (issue 37).
+  if (storing && (s.device == "cpu" || s.device == "cuda") && s.device != device_of(*want)) {
+    std::fprintf(stderr,
+                 "scaleguard probe: a %s measurement is not stored as %s's: its hardware is %s (%s). A probe measures "
+                 "the hardware it runs on; probe on that hardware (--device %s), or measure only with --no-store\n",
+                 s.device == "cpu" ? "CPU" : "GPU", instance.c_str(), want->host ? "a CPU host" : "GPU", want->name.c_str(),
+                 device_of(*want));
+    return 2;
   }
   double budget_h = pol.probe_max_gpu_hours;
   if (const char* b = std::getenv("SCALEGUARD_PROBE_MAX_GPU_HOURS"); b && *b) budget_h = std::atof(b);
@@ -330,6 +412,42 @@ int run(int argc, char** argv) {
   Measurement m;
   m.fingerprint = model_fingerprint(s.model);
   m.instance = instance;
+  // The hardware it ran on: the ranks' own device, and for CUDA the GPU type (--gpu, else
+  // nvidia-smi's name mapped to the catalog); a CPU run is labelled with the host instance's
+  // name when the instance is a measured host, else "cpu".
+  m.device = ranks_device({one.log, two.log});
+  if (m.device.empty()) {
+    std::fprintf(stderr, "scaleguard probe: cannot tell which device the ranks trained on (see %s, %s): nothing stored\n",
+                 one.log.c_str(), two.log.c_str());
+    return 1;
+  }
+  std::string reported_gpu;
+  if (m.device == "cuda") {
+    if (vm.count("gpu")) {
+      const GpuType* g = pol.catalog.find_gpu(vm["gpu"].as<std::string>());
+      if (!g || g->host) {
+        std::fprintf(stderr, "scaleguard probe: --gpu: '%s' is not a GPU type of the catalog\n", vm["gpu"].as<std::string>().c_str());
+        return 2;
+      }
+      m.gpu = g->name;
+    } else {
+      reported_gpu = nvidia_smi_name();
+      m.gpu = gpu_type_named(pol.catalog, reported_gpu);
+    }
+  } else {
+    m.gpu = want->host ? want->name : "cpu";
+  }
+  if (storing && !measurement_matches(m, *want)) {
+    std::fprintf(stderr,
+                 "scaleguard probe: measured on %s (%s), not on %s's %s: not stored (a measurement judges only the "
+                 "hardware it ran on)%s\n",
+                 m.device.c_str(),
+                 m.gpu.empty() ? ("GPU not identified: nvidia-smi says '" + reported_gpu + "'").c_str() : m.gpu.c_str(),
+                 instance.c_str(), want->name.c_str(),
+                 m.gpu.empty() && m.device == "cuda" ? "; name the GPU type with --gpu" : "");
+    return 1;
+  }
+  if (m.gpu.empty()) m.gpu = "unknown";
   m.ranks = 2;
   m.nodes = nodes;
   m.micro_batch = s.micro_batch;
@@ -346,7 +464,7 @@ int run(int argc, char** argv) {
   m.job_id = env_or("SLURM_JOB_ID", "");
   m.user = env_or("USER", std::to_string(getuid()));
   std::string path;
-  if (!vm.count("no-store")) {
+  if (storing) {
     auto w = probe::write_record(store, m, spec);
     if (!w) {
       print_error("probe", w.error());
@@ -355,7 +473,8 @@ int run(int argc, char** argv) {
     path = w.value();
   }
   if (vm.count("json")) {
-    nlohmann::json j = {{"fingerprint", m.fingerprint}, {"instance", m.instance}, {"ranks", m.ranks},
+    nlohmann::json j = {{"fingerprint", m.fingerprint}, {"instance", m.instance}, {"device", m.device},
+                        {"gpu", m.gpu}, {"ranks", m.ranks},
                         {"nodes", m.nodes}, {"micro_batch", m.micro_batch}, {"steps", steps},
                         {"step_s_1", m.step_s_1}, {"step_s_n", m.step_s_n}, {"speedup", m.speedup},
                         {"comm_ratio", m.comm_ratio}, {"peak_bytes", m.peak_bytes}, {"gpu_hours", m.gpu_hours},
@@ -363,8 +482,8 @@ int run(int argc, char** argv) {
                         {"date", m.date}, {"job_id", m.job_id}, {"record", path}};
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("probe %s on %s: 1 rank %.1f ms/step, 2 ranks%s %.1f ms/step (comm %.1f ms)\n", spec.c_str(),
-                instance.c_str(), m.step_s_1 * 1e3, nodes > 1 ? " on 2 nodes" : "", m.step_s_n * 1e3, comm * 1e3);
+    std::printf("probe %s on %s (%s, %s): 1 rank %.1f ms/step, 2 ranks%s %.1f ms/step (comm %.1f ms)\n", spec.c_str(),
+                instance.c_str(), m.device.c_str(), m.gpu.c_str(), m.step_s_1 * 1e3, nodes > 1 ? " on 2 nodes" : "", m.step_s_n * 1e3, comm * 1e3);
     std::printf("speedup %.2fx, comm ratio %.2f, peak memory %.0f MiB (rank 0)\n", m.speedup, m.comm_ratio,
                 m.peak_bytes / 1048576);
     std::printf("cost %.4f GPU-hours of %.4g allowed (%d steps per run%s)\n", m.gpu_hours, budget_h, steps,

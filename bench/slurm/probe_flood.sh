@@ -29,9 +29,11 @@ for c in b"gpt;L=2;h=128;a=4;s=64;v=256;p=fp32":
     h = ((h ^ c) * 1099511628211) % (1 << 64)
 print("%016x" % h)')
 cat > "$store/u0/$fp.p4d.24xlarge.r2n2.u0.rec" <<EOF
-format=1
+format=2
 fingerprint=$fp
 instance=p4d.24xlarge
+device=cuda
+gpu=A100-40GB
 ranks=2
 nodes=2
 micro_batch=8

@@ -302,6 +302,7 @@ Result<bool> apply_catalog_override(Catalog& base, const std::string& path) {
         g.tflops_fp32 = g.tflops_fp16 = g.tflops_bf16 = peak / 1e3;  // one peak for every precision
         g.nvlink_gb_s = 2 * link;  // the planner takes NVLink as both directions together
         g.cores = cores;
+        g.host = true;
         apply(g);
         Instance in;
         in.name = sec.name;

@@ -520,7 +520,9 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
       const std::string fp = model_fingerprint(w.model);
       const Measurement *admin = nullptr, *own = nullptr;
       for (const auto& m : job.measurements) {
-        if (m.fingerprint != fp || m.instance != part->inst.name || m.ranks < 2 || !(m.speedup > 0) ||
+        // Measured on the partition's hardware only (issue 37): a CPU or another GPU's record never judges it.
+        if (m.fingerprint != fp || m.instance != part->inst.name || !measurement_matches(m, part->gpu) ||
+            m.ranks < 2 || !(m.speedup > 0) ||
             !(m.comm_ratio >= 0) || (m.nodes > 1) != spans_nodes)
           continue;
         if (job.now > 0 && (m.time > job.now + 86400 || job.now - m.time > policy.probe_max_age_s)) continue;

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "scaleguard/measurement.h"
+#include "scaleguard/catalog.h"
+#include "scaleguard/text.h"
 #include "scaleguard/model.h"
 
 namespace scaleguard {
@@ -20,6 +22,12 @@ std::string model_fingerprint(const ModelSpec& m) {
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
   return out;
+}
+
+const char* device_of(const GpuType& gpu) { return gpu.host ? "cpu" : "cuda"; }
+
+bool measurement_matches(const Measurement& m, const GpuType& gpu) {
+  return m.device == device_of(gpu) && !m.gpu.empty() && text::iequals(m.gpu, gpu.name);
 }
 
 }  // namespace scaleguard

@@ -63,9 +63,11 @@ std::string num(double v) {
 std::string format_record(const Measurement& m, const std::string& model_spec) {
   std::string out = "# scaleguard probe record (probe/README.md)\n";
   auto kv = [&](const char* k, const std::string& v) { out += std::string(k) + "=" + v + "\n"; };
-  kv("format", "1");
+  kv("format", "2");
   kv("fingerprint", m.fingerprint);
   kv("instance", m.instance);
+  kv("device", m.device);
+  kv("gpu", m.gpu);
   kv("ranks", std::to_string(m.ranks));
   kv("nodes", std::to_string(m.nodes));
   kv("micro_batch", std::to_string(m.micro_batch));
@@ -88,7 +90,7 @@ Result<Measurement> parse_record(std::string_view text) {
   if (text.size() > kMaxRecordBytes) return bad("record larger than 4096 bytes");
   Measurement m;
   bool seen_format = false, seen_fp = false, seen_inst = false, seen_speedup = false, seen_comm = false,
-       seen_time = false;
+       seen_time = false, seen_device = false, seen_gpu = false;
   std::map<std::string, int> seen;
   std::size_t pos = 0;
   int lines = 0;
@@ -108,7 +110,10 @@ Result<Measurement> parse_record(std::string_view text) {
     long long ll = 0;
     double d = 0;
     if (key == "format") {
-      if (value != "1") return bad("unknown record format '" + value.substr(0, 16) + "'");
+      // Format 1 (before issue 37) did not say what hardware the probe ran on: such a record
+      // could be a CPU run filed under a GPU instance, so it is never used.
+      if (value == "1") return bad("format 1 record: it does not say which device and GPU it was measured on; probe again");
+      if (value != "2") return bad("unknown record format '" + value.substr(0, 16) + "'");
       seen_format = true;
     } else if (key == "fingerprint") {
       if (value.size() != 16 || value.find_first_not_of("0123456789abcdef") != std::string::npos)
@@ -117,6 +122,12 @@ Result<Measurement> parse_record(std::string_view text) {
     } else if (key == "instance") {
       if (!token_ok(value, 64)) return bad("malformed instance");
       m.instance = value, seen_inst = true;
+    } else if (key == "device") {
+      if (value != "cuda" && value != "cpu") return bad("device must be cuda or cpu");
+      m.device = value, seen_device = true;
+    } else if (key == "gpu") {
+      if (!token_ok(value, 64)) return bad("malformed gpu");
+      m.gpu = value, seen_gpu = true;
     } else if (key == "ranks") {
       if (!to_ll(v, 2, 1 << 20, ll)) return bad("ranks out of range");
       m.ranks = static_cast<int>(ll);
@@ -150,8 +161,8 @@ Result<Measurement> parse_record(std::string_view text) {
       return bad("unknown key '" + key.substr(0, 32) + "'");
     }
   }
-  if (!seen_format || !seen_fp || !seen_inst || !seen_speedup || !seen_comm || !seen_time)
-    return bad("record misses format, fingerprint, instance, speedup, comm_ratio or time");
+  if (!seen_format || !seen_fp || !seen_inst || !seen_device || !seen_gpu || !seen_speedup || !seen_comm || !seen_time)
+    return bad("record misses format, fingerprint, instance, device, gpu, speedup, comm_ratio or time");
   return m;
 }
 

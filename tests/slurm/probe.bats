@@ -5,6 +5,12 @@
 # citing the measured numbers; on the fast link the same sequence is accepted. Its own cluster
 # (SCALEGUARD_NETNS=1) with its own policy: thresholds far from both links' numbers (the
 # throttled link is ~10x slower than compute, the fast one well within), no timing thresholds.
+# Issue 37: a record keeps the hardware it ran on, and this cluster's "GPUs" are CPU slots of
+# one VM (the probe trains with --device cpu). The policy says so: its partitions are the host
+# `devhost`, a [host NAME] of a catalog override (what `scaleguard calibrate --write` makes for
+# a measured CPU host; one rank = one "GPU"), not p4d.24xlarge. The probe stores its record as
+# device=cpu, gpu=devhost and decide uses it for these partitions; under a GPU instance the
+# same probe would be refused (tests/cli/probe.bats).
 load helpers
 
 MODEL='layers=2,hidden=128,heads=4,seq=64,vocab=256,precision=fp32'
@@ -33,8 +39,17 @@ setup_file() {
   mkdir -p "$STORE"
   chmod 1777 "$STORE"   # like /tmp: everyone may add records, nobody may replace another's
   export PROBE_POLICY=$SCALEGUARD_DEV_DIR/probe-policy.ini
+  cat > "$SCALEGUARD_DEV_DIR/devhost.ini" <<EOF
+[host devhost]
+peak_gflops = 20
+link_gb_s = 5
+ranks_per_node = 8
+memory_gib = 8
+efficiency = 1
+EOF
   cat > "$PROBE_POLICY" <<EOF
 catalog = $SCALEGUARD_SOURCE_DIR/configs/catalog.ini
+calibration = $SCALEGUARD_DEV_DIR/devhost.ini
 checkpoint_roots = /tmp
 trusted_users = root
 probe_store = $STORE
@@ -51,11 +66,11 @@ time_limit_fits = off
 max_comm_ratio = 4 rewrite
 min_doubling_speedup = 0.3 rewrite
 [partition gpu-od]
-instance = p4d.24xlarge
+instance = devhost
 default = yes
 max_time = 1-00:00:00
 [partition gpu-spot]
-instance = p4d.24xlarge
+instance = devhost
 capacity = spot
 EOF
   SCALEGUARD_NETNS=1 SCALEGUARD_ACCOUNTING=0 SCALEGUARD_POLICY=$PROBE_POLICY \
@@ -114,6 +129,10 @@ submit_scale_out() {
   [ -f "$record" ] && [ "$(stat -c %u "$record")" = 0 ]
   [[ $record == "$STORE/u0/"*.u0.rec ]]
   grep -q "^job_id=$probe_job\$" "$record"
+  # Labelled with the hardware it ran on (issue 37): the ranks' CPU, the partition's host.
+  grep -qx 'device=cpu' "$record"
+  grep -qx 'gpu=devhost' "$record"
+  grep -qx 'instance=devhost' "$record"
   submit_scale_out
   [[ $(job_field "$scale_job" NumNodes) =~ ^1(-1)?$ ]]
   run job_comment "$scale_job"
@@ -152,14 +171,14 @@ submit_scale_out() {
   local uid
   uid=$(id -u "$SCALEGUARD_TEST_USER")
   as_user "$RUN_TMP" mkdir -p "$STORE/u$uid"
-  as_user "$RUN_TMP" cp rec "$STORE/u$uid/$fp.p4d.24xlarge.r2n2.u$uid.rec"
+  as_user "$RUN_TMP" cp rec "$STORE/u$uid/$fp.devhost.r2n2.u$uid.rec"
   # His own bad measurement tightens his own jobs...
   run as_user "$RUN_TMP" sbatch --test-only -N2 --gpus-per-node=8 --time=60 --train-model="$MODEL" --train-tokens=1T --wrap true
   assert_output --partial "your own probe"
   # ...but not root's (others' records are ignored).
   run sbatch --test-only -N2 --gpus-per-node=8 --time=60 --train-model="$MODEL" --train-tokens=1T --wrap true
   refute_output --partial "your own probe"
-  rm -f "$STORE/u$uid/$fp.p4d.24xlarge.r2n2.u$uid.rec"
+  rm -f "$STORE/u$uid/$fp.devhost.r2n2.u$uid.rec"
 }
 
 @test "a --train-probe job larger than the probe budget is refused (no way around GPU-hour caps)" {

@@ -66,12 +66,17 @@ for c in b"gpt;L=2;h=128;a=4;s=64;v=256;p=fp32":
 print("%016x" % h)'
 }
 
-# A record of very poor 2-node scaling, as `scaleguard probe` writes it (probe/README.md).
+# A record of very poor 2-node scaling, in the form `scaleguard probe` writes (probe/README.md):
+# an admin's record of a GPU probe on the partition's p4d.24xlarge (A100-40GB), written by
+# hand. This cluster has no GPU to measure; the test is about the flood, not the numbers, and
+# the record says the hardware it claims (issue 37), which is the partition's.
 record() {
   cat <<EOF
-format=1
+format=2
 fingerprint=$1
 instance=p4d.24xlarge
+device=cuda
+gpu=A100-40GB
 ranks=2
 nodes=2
 micro_batch=8

@@ -30,6 +30,8 @@ Measurement sample(const std::string& fp = "0123456789abcdef") {
   Measurement m;
   m.fingerprint = fp;
   m.instance = "p4d.24xlarge";
+  m.device = "cuda";  // what a GPU probe on p4d.24xlarge records (issue 37)
+  m.gpu = "A100-40GB";
   m.ranks = 2;
   m.nodes = 2;
   m.micro_batch = 8;
@@ -86,6 +88,8 @@ TEST(ProbeRecord, RoundTripsAndKeysByModelShape) {
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back.value().fingerprint, m.fingerprint);
   EXPECT_EQ(back.value().instance, "p4d.24xlarge");
+  EXPECT_EQ(back.value().device, "cuda");
+  EXPECT_EQ(back.value().gpu, "A100-40GB");
   EXPECT_EQ(back.value().nodes, 2);
   EXPECT_DOUBLE_EQ(back.value().speedup, 1.31);
   EXPECT_EQ(back.value().job_id, "12");
@@ -117,6 +121,38 @@ TEST(ProbeRecord, MalformedRecordsAreRefused) {
   ctl.replace(ctl.find("user=alice"), 10, std::string("user=a\x1b[2Jb"));
   EXPECT_FALSE(probe::parse_record(ctl).ok());
   EXPECT_FALSE(probe::parse_record("format=1\nspeedup=2\n").ok());          // misses keys
+}
+
+// Issue 37: a record says what hardware it was measured on; one that does not (format 1, or
+// without device/gpu) or names an unknown device is refused, never used as a GPU's.
+TEST(ProbeRecord, ARecordWithoutItsHardwareIsRefused) {
+  const std::string good = probe::format_record(sample());
+  ASSERT_TRUE(probe::parse_record(good).ok());
+  EXPECT_NE(good.find("format=2\n"), std::string::npos);
+  EXPECT_NE(good.find("device=cuda\ngpu=A100-40GB\n"), std::string::npos);
+  auto without = [&](const std::string& key) {
+    std::string t = good;
+    const auto at = t.find("\n" + key + "=");
+    t.erase(at + 1, t.find('\n', at + 1) - at);
+    return t;
+  };
+  std::string v1 = without("gpu");  // as a probe before issue 37 wrote it
+  v1.replace(v1.find("format=2"), 8, "format=1");
+  v1.erase(v1.find("device=cuda\n"), 12);
+  auto r1 = probe::parse_record(v1);
+  ASSERT_FALSE(r1.ok());  // a pre-issue-37 record: it could be a CPU run filed under a GPU instance
+  EXPECT_NE(r1.error().message.find("does not say which device and GPU"), std::string::npos) << r1.error().message;
+  EXPECT_FALSE(probe::parse_record(without("device")).ok());
+  EXPECT_FALSE(probe::parse_record(without("gpu")).ok());
+  std::string tpu = good;
+  tpu.replace(tpu.find("device=cuda"), 11, "device=tpu");
+  EXPECT_FALSE(probe::parse_record(tpu).ok());
+  Measurement cpu = sample();
+  cpu.device = "cpu", cpu.gpu = "devhost";
+  auto back = probe::parse_record(probe::format_record(cpu));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back.value().device, "cpu");
+  EXPECT_EQ(back.value().gpu, "devhost");
 }
 
 TEST(ProbeStore, ConcurrentWritersNeverLeaveAPartialRecord) {
@@ -436,10 +472,53 @@ TEST(DecideMeasured, StaleFutureForeignAndOtherLayoutRecordsAreIgnored) {
   other_model.fingerprint = "ffffffffffffffff";
   Measurement in_node = measured(1.1, 0.1, Trust::admin);
   in_node.nodes = 1;  // a 2-GPU probe inside one node says nothing about the network between nodes
-  j.measurements = {old, future, other_gpu, other_model, in_node};
+  // Issue 37: filed under the partition's instance, but measured on other hardware.
+  Measurement on_cpu = measured(1.1, 0.1, Trust::admin);
+  on_cpu.device = "cpu", on_cpu.gpu = "cpu";
+  Measurement on_v100 = measured(1.1, 0.1, Trust::admin);
+  on_v100.gpu = "V100-16GB";
+  j.measurements = {old, future, other_gpu, other_model, in_node, on_cpu, on_v100};
   const Decision d = decide(j, shipped());
   EXPECT_EQ(hit(d, "min_doubling_speedup"), nullptr) << d.message;
   EXPECT_EQ(hit(d, "measured"), nullptr);
+}
+
+// Issue 37, item 5: a CPU measurement never judges a GPU partition, whoever stored it and
+// whatever instance it is filed under; on a partition whose hardware is that CPU host (a
+// catalog override's [host NAME]) the same record applies.
+TEST(DecideMeasured, ACpuMeasurementNeverJudgesAGpuPartition) {
+  JobRequest j = hundred_m();
+  Measurement cpu = measured(0.9, 3.0, Trust::admin);
+  cpu.device = "cpu";
+  cpu.gpu = "A100-40GB";  // even labelled with the partition's GPU name: the device differs
+  j.measurements = {cpu};
+  Decision d = decide(j, shipped());
+  EXPECT_EQ(hit(d, "min_doubling_speedup"), nullptr) << d.message;
+  EXPECT_EQ(hit(d, "max_comm_ratio"), nullptr) << d.message;
+  EXPECT_EQ(d.message.find("measured"), std::string::npos) << d.message;
+  // The same GPU record with the hardware it ran on fires.
+  j.measurements[0].device = "cuda";
+  d = decide(j, shipped());
+  EXPECT_NE(hit(d, "min_doubling_speedup"), nullptr) << d.message;
+}
+
+TEST(DecideMeasured, ACpuMeasurementJudgesACpuHostPartition) {
+  TempFile ovr("[host devhost]\npeak_gflops = 20\nlink_gb_s = 5\nranks_per_node = 8\nmemory_gib = 64\nefficiency = 1\n");
+  Catalog cat = real_catalog();
+  ASSERT_TRUE(apply_catalog_override(cat, ovr.path()).ok());
+  const GpuType* host = cat.find_gpu("devhost");
+  ASSERT_NE(host, nullptr);
+  EXPECT_TRUE(host->host);
+  EXPECT_STREQ(device_of(*host), "cpu");
+  EXPECT_STREQ(device_of(*cat.find_gpu("A100-40GB")), "cuda");
+  Measurement m = measured(1.1, 0.1, Trust::admin);
+  m.device = "cpu", m.gpu = "devhost";
+  EXPECT_TRUE(measurement_matches(m, *host));
+  EXPECT_FALSE(measurement_matches(m, *cat.find_gpu("A100-40GB")));
+  m.device = "cuda";
+  EXPECT_FALSE(measurement_matches(m, *host));
+  m.device = "cpu", m.gpu = "otherhost";
+  EXPECT_FALSE(measurement_matches(m, *host));
 }
 
 TEST(DecideProbeBudget, AProbeJobIsBoundedByTheProbeBudget) {

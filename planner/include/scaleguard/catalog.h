@@ -30,6 +30,7 @@ struct GpuType {
   double cores = 0;                  // a measured host ([host NAME]): cores its ranks share; ranks beyond
                                      // them (oversubscribed, or a busy machine) compute at cores/ranks
                                      // of the rate each; 0 = one "GPU" per rank, never shared
+  bool host = false;                 // a measured CPU host ([host NAME]), not a GPU
   std::string calibrated_by;         // the override file that set any of the above or efficiency
   bool matches(const std::string& gres_type) const;  // name or alias, case-insensitive
 };

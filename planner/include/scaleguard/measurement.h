@@ -17,6 +17,11 @@ const char* to_string(Trust);
 struct Measurement {
   std::string fingerprint;    // model_fingerprint() of the model probed
   std::string instance;       // catalog instance type it ran on (the partition's `instance`)
+  // The hardware the runs used (issue 37): a measurement applies only where the partition's
+  // hardware is the same (measurement_matches()). device: "cuda" or "cpu"; gpu: the catalog GPU
+  // type the ranks ran on (a CPU probe: the [host NAME] of a measured host, or "cpu").
+  std::string device;
+  std::string gpu;
   int ranks = 2;              // ranks of the scaled run (the baseline is 1 rank)
   int nodes = 1;              // nodes the scaled run spread over: 2 = across the node network
   int micro_batch = 1;        // per-rank micro-batch of both runs
@@ -38,5 +43,13 @@ struct Measurement {
 // sequence length, vocabulary and precision. 16 hex digits. The micro-batch is not part of
 // it: a job request carries none (the plan chooses it); the record keeps the probe's.
 std::string model_fingerprint(const ModelSpec& model);
+
+struct GpuType;
+// The device a partition's "GPU" is: "cpu" for a measured host ([host NAME] of a catalog
+// override: one rank = one "GPU"), else "cuda".
+const char* device_of(const GpuType& gpu);
+// Whether `m` was measured on the hardware of `gpu`: the same device and the same GPU type
+// (name, case-insensitive). A CPU measurement never matches a GPU type, nor one GPU another.
+bool measurement_matches(const Measurement& m, const GpuType& gpu);
 
 }  // namespace scaleguard

@@ -56,6 +56,33 @@ typedef struct job_record job_record_t;
 #define SG_JOB_MODIFY_ERR_MSG static_cast<char**>(nullptr)
 #endif
 
+// --- PrEp plugins (prep/scaleguard, spank-plugin/job_submit/prep.cpp) ----------------------
+// The interface is private (src/interfaces/prep.h, 22.05: src/common/prep.h); these are its
+// types as each release declares them. The callbacks slurmctld registers for an async
+// prolog_slurmctld: 22.05 void (*)(int rc, uint32_t job_id) (src/slurmctld/prep_slurmctld.c
+// at the 22.05 tag); 23.11..25.11 add `bool timed_out`. 23.02 is not placed (no source here):
+// it gets the 22.05 form, which is harmless on x86_64 for the values the plugin passes (an exit
+// status, never a signal, so timed_out is never read). The call types are one enum, the same
+// order in every release: PREP_REGISTER_CALLBACKS, PREP_PROLOG, PREP_EPILOG,
+// PREP_PROLOG_SLURMCTLD, PREP_EPILOG_SLURMCTLD.
+// What slurmctld does with an async prolog that reports failure (an exit status): requeue
+// without hold (22.05: job_requeue(0, id, NULL, false, 0); 23.11+: job_requeue_internal(0,
+// job, false, 0), ESLURM_JOB_PENDING tolerated), or when the job cannot be requeued, kill it
+// ("PrologSlurmctld failed, job killed" to srun). 22.05 also kills a job the prolog's own
+// requeue finds pending: report failure only when the job was not requeued otherwise.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+typedef void (*sg_prep_callback_t)(int rc, uint32_t job_id, bool timed_out);
+#define SG_PREP_CALL(cb, rc, job_id) (cb)((rc), (job_id), false)
+#else
+typedef void (*sg_prep_callback_t)(int rc, uint32_t job_id);
+#define SG_PREP_CALL(cb, rc, job_id) (cb)((rc), (job_id))
+#endif
+struct SgPrepCallbacks {
+  sg_prep_callback_t prolog_slurmctld;
+  sg_prep_callback_t epilog_slurmctld;
+};
+constexpr int kPrepPrologSlurmctld = 3;   // PREP_PROLOG_SLURMCTLD
+
 namespace sg_shim {
 
 // --- job_desc_msg_t -----------------------------------------------------------------------
@@ -66,6 +93,15 @@ inline uint32_t job_id(const job_desc_msg_t& d) {
   return d.step_id.job_id;   // 25.11: slurm_step_id_t step_id replaces uint32_t job_id
 #else
   return d.job_id;
+#endif
+}
+
+// Names the job an update or request is for (job_id above).
+inline void set_job_id(job_desc_msg_t* d, uint32_t id) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+  d->step_id.job_id = id;
+#else
+  d->job_id = id;
 #endif
 }
 

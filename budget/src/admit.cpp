@@ -236,6 +236,18 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       if (auto l = ledger_->job_gpu_hours.find(charge.prior_record); l != ledger_->job_gpu_hours.end()) prior = l->second;
     }
   }
+  // A rerun: what the budgets hold for the job as waiting for this run (see Charge::rerun).
+  if (charge.rerun) {
+    prior = 0;
+    if (auto h = held_.find(charge.record); h != held_.end() && h->second.first >= charge.requeued_ms)
+      prior = h->second.second;
+    else if (ledger_ && problem.empty() && ledger_->snapshot_ms > charge.requeued_ms + 1000) {
+      // Counted while it waited for this run: its lien is what the ledger holds for it, or
+      // (a ledger without per-job amounts) the envelope, which is what a pending job's lien is.
+      const auto l = ledger_->job_gpu_hours.find(charge.record);
+      prior = l != ledger_->job_gpu_hours.end() ? l->second : charge.gpu_hours;
+    }
+  }
   for (int i : budgets.applying(charge.account, charge.user)) {
     const Budget& b = budgets.list[i];
     // A range not yet begun judges too: a job held now can be released inside it (issue 36,
@@ -248,6 +260,8 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       if (std::find(before.begin(), before.end(), i) != before.end() && b.counts(charge.prior_partition))
         a = std::max(0.0, a - amount(b, policy, prior, charge.prior_partition));
       if (a <= 0) continue;   // the update adds nothing here
+    } else if (charge.rerun) {
+      a = std::max(0.0, a - amount(b, policy, prior, charge.partition));   // judged even at 0
     }
     rec.amounts.emplace_back(b.name, a);
     const LedgerEntry* e = nullptr;
@@ -259,6 +273,12 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       unchecked(b.name, b.shadow,
                 problem.empty() ? "the ledger has not counted budget " + b.name + " (new or changed since the last sync)"
                                 : problem);
+      continue;
+    }
+    // The sync met a line it could not read that could be this budget's: its numbers may be
+    // short. Like a stale ledger, for this budget alone (issue 36, class 8).
+    if (!e->unusable.empty()) {
+      unchecked(b.name, b.shadow, "the last sync could not count budget " + b.name + ": " + e->unusable);
       continue;
     }
     const auto r = recent_.find(b.name);
@@ -297,8 +317,13 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       const double price = b.unit == Unit::usd ? std::max(1e-9, a / std::max(1e-9, charge.gpu_hours)) : 1;
       const std::string fits = what_fits(charge, (limit - f.before) / price);
       const std::string spot = spot_that_fits(b, policy, charge, f.before, limit);
-      f.message = head + (charge.update ? "this update (to " + shape_of(charge) + ", " + format_amount(b.unit, a) + " more)"
-                                        : "this job (" + shape_of(charge) + ", " + format_amount(b.unit, a) + ")") +
+      f.message = head + (charge.update  ? "this update (to " + shape_of(charge) + ", " + format_amount(b.unit, a) + " more)"
+                          : charge.rerun ? "this new run of the job (" + shape_of(charge) + ", " +
+                                               format_amount(b.unit, amount(b, policy, charge.gpu_hours, charge.partition)) +
+                                               (a + 1e-9 < amount(b, policy, charge.gpu_hours, charge.partition)
+                                                    ? ", of which " + format_amount(b.unit, a) + " not yet held for it)"
+                                                    : ")")
+                                         : "this job (" + shape_of(charge) + ", " + format_amount(b.unit, a) + ")") +
                   " does not fit: " +
                   fill_text(b, s) + " leave " + format_amount(b.unit, std::max(0.0, limit - f.before)) +
                   (b.grace > 0 ? " (grace included)" : "") + resets + "." +

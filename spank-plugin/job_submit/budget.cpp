@@ -365,4 +365,28 @@ std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, ui
   return v.outcome == bg::Outcome::reject ? "scaleguard: " + v.message() : "";
 }
 
+bool budgets_configured() { return g_keeper && g_keeper->gate.has_budgets(); }
+
+std::string judge_rerun_budgets(uint32_t uid, const std::string& account, const std::string& record_id,
+                                std::int64_t requeued_ms, const scaleguard::JobRequest& request,
+                                std::string* audit_json) {
+  if (!g_keeper || !g_keeper->gate.has_budgets()) return "";
+  const auto held = g_keeper->policies->current();
+  if (!held) return "";
+  const scaleguard::Policy& policy = *held;
+  const scaleguard::Decision decision = scaleguard::decide(request, policy);
+  if (!decision.governed || decision.shadow || decision.action == Action::reject) return "";
+  const std::string user = user_name(uid);
+  bg::Charge charge = charge_of(request, decision, policy);
+  charge.user = user.empty() ? std::to_string(uid) : user;
+  charge.account = g_keeper->gate.account_of(charge.user, account);
+  charge.record = record_id;
+  charge.rerun = true;
+  charge.requeued_ms = requeued_ms;
+  bg::Verdict v = g_keeper->gate.judge(charge, now_ms(), true, true);
+  log_quiet_findings(v, "new run of a job of " + charge.user);
+  *audit_json = findings_json(v, charge);
+  return v.outcome == bg::Outcome::reject ? "scaleguard: " + v.message() : "";
+}
+
 }  // namespace sg_slurm

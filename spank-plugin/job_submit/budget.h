@@ -44,4 +44,15 @@ std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, ui
 // Takes back the charge of a het job's earlier component (a later one was refused).
 void retract_budget_charge(std::uint64_t ticket);
 
+// A new run of a job judged at `request` (a requeue; spank-plugin/job_submit/prep.cpp): the
+// run must fit its budgets whole (budget_admit.h, Charge::rerun). `account`: the job's;
+// `requeued_ms`: when it went back to the queue (its submit time). Returns the refusal for the
+// user ("" when it fits, or when no budget governs it); an accepted run is recorded.
+// Called from the rerun checker's thread (no slurmctld lock held); the policy in force is used.
+std::string judge_rerun_budgets(uint32_t uid, const std::string& account, const std::string& record_id,
+                                std::int64_t requeued_ms, const scaleguard::JobRequest& request,
+                                std::string* audit_json);
+// Whether any budget is in force (the rerun checker does nothing without).
+bool budgets_configured();
+
 }  // namespace sg_slurm

@@ -15,6 +15,7 @@
 #include "budget.h"
 #include "measurements.h"
 #include "policy.h"
+#include "prep.h"
 #include "record.h"
 #include "request.h"
 #include "scaleguard/text.h"
@@ -454,6 +455,12 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
 
 extern "C" int init(void) {
   try {
+    // The same .so is also prep/scaleguard (prep.h): one policy and budget Gate for both.
+    if (int rc = SLURM_SUCCESS; sg_slurm::enter_init(&rc)) return rc;
+    struct Undo {
+      bool ok = false;
+      ~Undo() { if (!ok) sg_slurm::init_failed(); }
+    } undo;
     auto settings = sg_slurm::load_settings(slurm_conf.slurm_conf ? slurm_conf.slurm_conf : "");
     if (!settings) {
       slurm_error("job_submit/scaleguard: %s", settings.error().str().c_str());
@@ -473,6 +480,7 @@ extern "C" int init(void) {
     }
     slurm_info("job_submit/scaleguard: policy %s (settings %s)", settings->policy.c_str(),
                settings->file.c_str());
+    undo.ok = true;
     return SLURM_SUCCESS;
   } catch (const std::exception& e) {
     return internal_error("init", e.what(), nullptr);
@@ -483,6 +491,8 @@ extern "C" int init(void) {
 
 extern "C" int fini(void) {
   try {
+    if (!sg_slurm::leave_fini()) return SLURM_SUCCESS;   // job_submit or prep/scaleguard still loaded
+    sg_slurm::stop_rerun_checks();
     sg_slurm::stop_budgets();   // joins the ledger thread before the policy goes
     g_policy.reset();
   } catch (...) {

@@ -45,6 +45,14 @@ struct Charge {
   // Gate's own view of it since the ledger's snapshot, else the ledger's (Ledger::job_gpu_hours),
   // else prior_gpu_hours (issue 36, class 2).
   std::string prior_record, record;
+  // A new run of a job judged before (a requeue, issue 36 class 4; the PrEp side of
+  // job_submit/scaleguard, spank-plugin/job_submit/prep.cpp): the run must fit whole. Its
+  // charge is the job's envelope, less what the budgets still hold for it as a job waiting to
+  // run (a ledger whose snapshot follows `requeued_ms` counted the job pending, its lien being
+  // this run; the Gate's own record of the job since then), and it is judged even when that
+  // leaves nothing to add: a budget already full refuses the run.
+  bool rerun = false;
+  std::int64_t requeued_ms = 0;   // when the job last went back to the queue (its submit time)
 };
 
 // The account slurmctld charges a job to: the one asked for when it is one of the user's

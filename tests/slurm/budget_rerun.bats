@@ -1,0 +1,150 @@
+#!/usr/bin/env bats
+# Every new run of a job is checked against its budgets (issue 36, class 4): prep/scaleguard
+# (spank-plugin/job_submit/prep.cpp; the same .so as job_submit/scaleguard, loaded a second
+# time through PrEpPlugins=script,scaleguard) judges each requeued job's next run in slurmctld.
+# A job its owner requeues after the account's budget is used up does not start again: it is
+# requeued and held, and the numbers are in its Comment; once the budget has room again (a
+# sync that counts the job as waiting, its own lien, not counted twice) it runs.
+# Works on a copy of configs/ with one budget of its own account (sgb-rq); restores the
+# cluster's slurm.conf and policy afterwards.
+
+load helpers
+
+accounting_on() {
+  scontrol show config | grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' &&
+    sacct -n -X -j 1 >/dev/null 2>&1
+}
+
+write_policy() {
+  sed -e 's/^distributed_min_gpu_hours *=.*/distributed_min_gpu_hours = off/' \
+      "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" > "$RQ_TMP/policy.ini"
+  cat >> "$RQ_TMP/policy.ini" <<EOT
+[budgets]
+ledger = $RQ_LEDGER
+ledger_max_age = 10m
+on_stale_ledger = closed
+
+[budget rq]
+account = sgb-rq
+gpu_hours = 2
+period = day
+actions = 100% reject
+EOT
+}
+
+sync_ledger() {
+  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log i before
+  before=$(grep -c "budget ledger $RQ_LEDGER loaded" "$log" || true)
+  run scaleguard budget sync --policy "$RQ_TMP/policy.ini"
+  assert_success
+  for ((i = 0; i < 50; i++)); do
+    [ "$(grep -c "budget ledger $RQ_LEDGER loaded" "$log" || true)" -gt "$before" ] && return 0
+    sleep 0.2
+  done
+  fail "slurmctld did not load the new ledger"
+}
+
+user_sbatch() { as_user "$RQ_TMP" sbatch "$@" 2>&1; }
+
+# Waits (bounded) until job $1 is in state $2; prints the state it ended in.
+wait_state() {
+  local i s
+  for ((i = 0; i < ${3:-150}; i++)); do
+    s=$(squeue -h -j "$1" -o %T 2>/dev/null)
+    [ "$s" = "$2" ] && break
+    sleep 0.2
+  done
+  echo "$s"
+}
+
+setup_file() {
+  cluster_env
+  export RQ_SKIP=
+  accounting_on || { RQ_SKIP="the dev cluster has no accounting (scripts/dev-cluster/accounting)"; return 0; }
+  resume_nodes
+  export RQ_TMP=$(user_dir)
+  mkdir -m 0755 "$RQ_TMP/ledger" && chown root:root "$RQ_TMP/ledger"
+  export RQ_LEDGER=$RQ_TMP/ledger/budget-ledger.json
+  cp "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$RQ_TMP/"
+  sacctmgr -i add account sgb-rq >/dev/null || true
+  sacctmgr -i add user "$SCALEGUARD_TEST_USER" account=sgb-rq >/dev/null || true
+  write_policy
+  export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
+  cp "$SETTINGS" "$RQ_TMP/settings.orig"
+  cp "$SLURM_CONF" "$RQ_TMP/slurm.conf.orig"
+  sed -i "s|^policy=.*|policy=$RQ_TMP/policy.ini|" "$SETTINGS"
+  # RQ_WITHOUT_PREP=1: today's main (no per-run check), to see the test fail.
+  [ -n "${RQ_WITHOUT_PREP:-}" ] || echo "PrEpPlugins=script,scaleguard" >> "$SLURM_CONF"
+  restart_slurmctld
+}
+
+teardown_file() {
+  [ -n "${RQ_TMP:-}" ] || return 0
+  scancel --quiet --name=sg-rq 2>/dev/null || true
+  cp "$RQ_TMP/settings.orig" "$SETTINGS"
+  cp "$RQ_TMP/slurm.conf.orig" "$SLURM_CONF"
+  restart_slurmctld
+  resume_nodes
+  rm -rf "$RQ_TMP"
+}
+
+setup() {
+  [ -z "$RQ_SKIP" ] || skip "$RQ_SKIP"
+  cluster_env
+  cd "$RQ_TMP"
+}
+
+@test "prep/scaleguard is loaded beside job_submit/scaleguard (one .so, one budget Gate)" {
+  run scontrol show config
+  assert_output --regexp 'PrEpPlugins += script,scaleguard'
+  run grep -c "job_submit/scaleguard: policy $RQ_TMP/policy.ini" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+}
+
+@test "a job its owner requeues after the budget is used up does not run again, and says why; it runs once there is room" {
+  sync_ledger
+  # 8 GPUs x 10 min = 1.33 GPU-hours of the 2; it runs.
+  run user_sbatch -J sg-rq -A sgb-rq --parsable --requeue --gpus=8 --time=10 -o /dev/null --wrap 'sleep 600'
+  assert_success
+  local job; job=$(parsed_job_id)
+  [ "$(wait_state "$job" RUNNING)" = RUNNING ] || fail "job $job did not start"
+  # The rest of the budget: a held job of 4 GPUs x 10 min (0.67 GPU-hours): 2 of 2.
+  run user_sbatch -J sg-rq -A sgb-rq -H --parsable --gpus=4 --time=10 -o /dev/null --wrap true
+  assert_success
+  local filler; filler=$(parsed_job_id)
+  # A fresh identical submission is refused with the numbers...
+  run user_sbatch -J sg-rq -A sgb-rq --requeue --gpus=8 --time=10 -o /dev/null --wrap 'sleep 600'
+  assert_failure
+  assert_output --partial "budget rq"
+  assert_output --partial "does not fit"
+  # ...and so is the same job's next run after its owner requeues it.
+  run as_user "$RQ_TMP" scontrol requeue "$job"
+  assert_success
+  start_requeued "$job"
+  sleep 3
+  run squeue -h -j "$job" -o '%T|%r'
+  assert_output "PENDING|job requeued in held state"
+  run scontrol show job "$job"
+  assert_output --partial "Comment=scaleguard: new run refused: budget rq"
+  assert_output --partial "this new run of the job (8 GPUs x 0:10:00, 1.33 GPU-hours)"
+  assert_output --partial "does not fit"
+  run grep "prep/scaleguard: JobId=$job run 2 .* refused, requeued and held" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+  # Held, it stays held: no loop of starts (the next check needs the owner's release).
+  sleep 3
+  run squeue -h -j "$job" -o '%T'
+  assert_output PENDING
+  # Room again: the filler goes; the sync counts the requeued job's own lien (1.33 of 2), which
+  # is this run's, not a second charge. Released, it runs, and our text leaves its Comment.
+  scancel "$filler"
+  sync_ledger
+  run as_user "$RQ_TMP" scontrol release "$job"
+  assert_success
+  start_requeued "$job"
+  [ "$(wait_state "$job" RUNNING)" = RUNNING ] || fail "job $job did not run again: $(scontrol show job "$job" | grep -E 'Reason|Comment')"
+  run grep -E "prep/scaleguard: JobId=$job run [0-9]+ .* fits its budgets" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+  run scontrol show job "$job"
+  refute_output --partial "new run refused"
+  scancel "$job"
+}

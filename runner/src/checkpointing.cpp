@@ -207,8 +207,16 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
   }
   const double node_mtbf = cfg.ckpt_mtbf_hours > 0 ? cfg.ckpt_mtbf_hours : Assumptions{}.node_mtbf_hours;
   const double job_mtbf = node_mtbf / std::max(1, launch.nodes);
+  char mtbf[32];
+  std::snprintf(mtbf, sizeof mtbf, "%.4g", job_mtbf);
   if (spec.kind == ck::IntervalSpec::Kind::automatic)
-    describe_ += " (Daly from the measured save time, job MTBF " + std::to_string(static_cast<long>(job_mtbf)) + " h)";
+    describe_ += std::string(" (Daly from the measured cost of a save, ") +
+                 (cfg.ckpt_async ? "the training thread's stall + I/O contention" : "the save") + ", job MTBF " +
+                 mtbf + " h; the first save measures it)";
+  else if (spec.kind == ck::IntervalSpec::Kind::steps)
+    describe_ += " (fixed: every step divisible by " + std::to_string(spec.steps) + ")";
+  else
+    describe_ += " (fixed: from one save's start to the next)";
   clock_ = std::make_unique<ck::IntervalClock>(spec, job_mtbf, now_s());
 }
 
@@ -544,30 +552,62 @@ void Checkpointing::handle(const Result<ck::Committed>& r, bool must_commit) {
 
 void Checkpointing::save_now(Trainer& t, bool must_commit) {
   const double t0 = now_s();
+  clock_->started(t0);
   if (staging_) staging_->start(t.state().step);  // GPU: through the pinned mirrors too
   ck::Snapshot snap = snapshot(t, false, staging_.get());
   if (staging_) staging_->wait_all();
   auto r = saver_->save(snap);
-  clock_->saved(now_s(), now_s() - t0);
+  const double took = now_s() - t0;
   handle(r, must_commit);
+  // Sync: the training thread waited for all of it.
+  committed(ck::SaveCost{took, 0, 0, false}, !must_commit && t.state().step < cfg_.steps);
+}
+
+void Checkpointing::committed(const ck::SaveCost& cost, bool log_interval) {
+  clock_->committed(now_s(), cost.total());
+  if (log_interval && launch_.rank == 0) {
+    const std::string line = clock_->explain(cost, cost_.baseline_step());
+    if (!line.empty()) log(line);
+  }
 }
 
 void Checkpointing::after_step(Trainer& t, bool stopping) {
+  // The step's own time (from the end of the previous after_step): with a save in flight it
+  // tells the I/O contention, without one the baseline (SaveCostMeter).
+  if (step_end_ >= 0) cost_.step(now_s() - step_end_, saver_->pending());
+  after_step_inner(t, stopping);
+  step_end_ = now_s();
+}
+
+void Checkpointing::after_step_inner(Trainer& t, bool stopping) {
   const int64_t step = t.state().step;
+  const bool last = step >= cfg_.steps;
+  // Waits for the async save in flight (if any) and passes its outcome and cost on; the
+  // time waited is the training thread's stall.
+  auto finish_pending = [&](bool must_commit, bool log_interval) {
+    const double t0 = now_s();
+    if (auto r = saver_->finish()) {
+      cost_.stall(now_s() - t0);
+      handle(*r, must_commit);
+      committed(cost_.take(), log_interval);
+    }
+  };
   // An async save in flight commits once every rank's write is done (collective; pending
   // is the same on every rank).
   if (saver_->pending()) {
-    if (auto r = saver_->poll()) {
-      clock_->saved(now_s(), now_s() - save_started_);
+    const double t0 = now_s();
+    auto r = saver_->poll();
+    cost_.stall(now_s() - t0);
+    if (r) {
       handle(*r, false);
+      committed(cost_.take(), !stopping && !last);
     }
   }
-  const bool last = step >= cfg_.steps;
   bool due = clock_->due(step, now_s());
   if (clock_->time_based()) due = ck::agree_due(*comm_, due);  // ranks' clocks differ
   if (stopping || last) {
     // Stop or end: everything on disk before returning (exit 85 only after the commit).
-    if (auto r = saver_->finish()) handle(*r, stopping);
+    finish_pending(stopping, false);
     if (last_committed_ != step) save_now(t, stopping);
     return;
   }
@@ -576,25 +616,29 @@ void Checkpointing::after_step(Trainer& t, bool stopping) {
     save_now(t, false);
     return;
   }
-  if (auto r = saver_->finish()) handle(*r, false);  // the next save waits for the previous
-  save_started_ = now_s();
+  finish_pending(false, true);  // the next save waits for the previous (a fixed interval)
+  const double started = now_s();
+  clock_->started(started);
   // On a GPU (or staged): what the training thread spent handing the save over, the stall
-  // the pinned staging removes (scripts/gpu-check.sh compares it with and without).
+  // the pinned staging removes (scripts/gpu-check.sh compares it with and without). Always:
+  // that time is part of the save's cost for `auto`.
   const bool report = staging_ || t.parameters().front().param.is_cuda();
   struct HandOver {
     bool on;
     double t0;
-    const Checkpointing* self;
+    Checkpointing* self;
     int64_t step;
     ~HandOver() {
+      const double took = now_s() - t0;
+      self->cost_.stall(took);
       if (on && self->launch_.rank == 0) {
         char line[160];
         std::snprintf(line, sizeof line, "async snapshot of step %lld handed to the writer in %.3f ms",
-                      static_cast<long long>(step), (now_s() - t0) * 1e3);
+                      static_cast<long long>(step), took * 1e3);
         self->log(line);
       }
     }
-  } hand_over{report, save_started_, this, step};
+  } hand_over{report, started, this, step};
   // The host copy goes on beside the next forward/backward; before_update() makes the
   // optimizer wait for each tensor's copy, and the write goes on in the background.
   if (!staging_) {

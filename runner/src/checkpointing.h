@@ -65,6 +65,10 @@ class Checkpointing {
   ckpt::Snapshot snapshot(Trainer& t, bool copy, StagedBuffers* staged = nullptr) const;
   void save_now(Trainer& t, bool must_commit);
   void handle(const Result<ckpt::Committed>& r, bool must_commit);
+  // The save started last has committed (any outcome): its cost reaches the interval clock,
+  // and with `auto` rank 0 logs the interval chosen and why.
+  void committed(const ckpt::SaveCost& cost, bool log_interval);
+  void after_step_inner(Trainer& t, bool stopping);
 
   const Config& cfg_;
   const Launch& launch_;
@@ -75,11 +79,13 @@ class Checkpointing {
   std::unique_ptr<ckpt::Saver> saver_;
   ckpt::Store store_;
   std::unique_ptr<ckpt::IntervalClock> clock_;
+  // Async: what each save costs the training thread (stall + I/O contention), for `auto`.
+  ckpt::SaveCostMeter cost_;
+  double step_end_ = -1;        // when after_step last returned (<0 before the first step)
   ckpt::OnSaveError on_error_;
   std::string describe_;        // how the interval was chosen, for the start-up line
   int64_t last_committed_ = -1;
   bool resumed_ = false;
-  double save_started_ = 0;     // when the pending async save started (for `auto`)
 };
 
 }  // namespace scaleguard::run

@@ -123,7 +123,8 @@ po::options_description train_options(Config& c) {
   ckpt.add_options()
     ("ckpt-dir", po::value(&c.ckpt_dir)->default_value(c.ckpt_dir), "checkpoint directory (empty = no checkpoints)")
     ("ckpt-every", po::value(&c.ckpt_every)->default_value(c.ckpt_every),
-     "N (steps), Nmin (minutes) or auto (Young/Daly from the measured save time and the MTBF); "
+     "N (exactly the steps divisible by N), Nmin (minutes) or auto (Daly from the measured cost of a save: "
+     "sync the save, async the training thread's stall + I/O contention; and the job's MTBF); "
      "empty = ckpt-interval-s, else auto")
     ("ckpt-interval-s", po::value(&c.ckpt_interval_s)->default_value(c.ckpt_interval_s),
      "seconds between saves from the plan (SCALEGUARD_CKPT_INTERVAL_S); used when ckpt-every is empty")

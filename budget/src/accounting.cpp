@@ -235,6 +235,7 @@ bool read_squeue_line(const std::string& line, const Policy& policy, QueuedJob* 
     r.partition = part->name;
     const int gpus = *held > 0 ? *held : envelope_of(r, *part).gpus;
     q.gpu_hours = gpus * left_h;
+    q.whole_gpu_hours = gpus * (limit < 0 ? fallback_hours(*part) : limit / 3600.0);
   } else {
     // The most Slurm may grant in any governed partition of its list, never less than what
     // it holds requested.
@@ -247,7 +248,9 @@ bool read_squeue_line(const std::string& line, const Policy& policy, QueuedJob* 
       const double hours = env.time_limit_min > 0 ? env.hours() : fallback_hours(*part);
       q.gpu_hours = std::max(q.gpu_hours, std::max(env.gpus, *held) * hours);
     });
+    q.whole_gpu_hours = q.gpu_hours;
   }
+  q.record = record_id(f[19]);
   *out = std::move(q);
   return true;
 }
@@ -316,6 +319,7 @@ void UsageCounter::add(const QueuedJob& q) {
     unreadable(q.account, q.user, q.partition, "squeue: job " + (q.job_id.empty() ? "?" : q.job_id) + ": " + q.unreadable);
     return;
   }
+  if (!q.record.empty()) jobs_[q.record] += q.whole_gpu_hours;   // array elements share one record
   for (int i : budgets_.applying(q.account, q.user)) {
     const Budget& b = budgets_.list[i];
     if (!b.counts(q.partition) || q.gpu_hours <= 0) continue;
@@ -356,6 +360,7 @@ void UsageCounter::finish(Ledger* ledger) const {
     e.burn_per_hour = elapsed_h > 1.0 / 60 ? s.used / elapsed_h : 0;
     ledger->entries[b.name] = e;
   }
+  ledger->job_gpu_hours = jobs_;
 }
 
 void count_budgets(const Budgets& budgets, const Policy& policy, const std::vector<UsedRun>& runs,

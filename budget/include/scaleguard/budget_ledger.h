@@ -65,6 +65,8 @@ struct QueuedJob {
   bool running = false;       // else pending
   double gpu_hours = 0;       // running: GPUs held x time left; pending: envelope GPUs x time limit
   std::string unreadable;     // not empty: the line could not be read (why); the names above as far as read
+  std::string record;         // the scaleguard record id in its AdminComment ("" when none)
+  double whole_gpu_hours = 0; // running: GPUs held x the whole time limit; pending: gpu_hours
 };
 
 // The squeue invocation the sync runs (arguments after "squeue") and the reader of one line
@@ -104,6 +106,7 @@ class UsageCounter {
     std::string unusable;
   };
   const Budgets& budgets_;
+  std::map<std::string, double> jobs_;   // Ledger::job_gpu_hours
   const Policy& policy_;
   std::int64_t snapshot_;
   std::vector<Sums> sums_;

@@ -152,7 +152,7 @@ void Gate::set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& p
   recent_.clear();
   for (const auto& r : records_) add_recent_locked(r, 1);
   for (auto it = held_.begin(); it != held_.end();)
-    it = it->second.first < cutoff ? held_.erase(it) : std::next(it);
+    it = it->second.t_ms < cutoff ? held_.erase(it) : std::next(it);
 }
 
 void Gate::add_recent_locked(const Record& r, double sign) {
@@ -230,17 +230,22 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
   }
   // An update's "before": what the budgets hold for the job now (see Charge::prior_record).
   double prior = charge.prior_gpu_hours;
+  std::int64_t prior_basis_ms = 0;   // since when `prior` is held (Held::basis_ms); the record: unknown
   if (charge.update && !charge.prior_record.empty()) {
-    if (auto h = held_.find(charge.prior_record); h != held_.end()) prior = h->second.second;
-    else if (ledger_ && problem.empty()) {
-      if (auto l = ledger_->job_gpu_hours.find(charge.prior_record); l != ledger_->job_gpu_hours.end()) prior = l->second;
+    if (auto h = held_.find(charge.prior_record); h != held_.end()) {
+      prior = h->second.gpu_hours, prior_basis_ms = h->second.basis_ms;
+    } else if (ledger_ && problem.empty()) {
+      if (auto l = ledger_->job_gpu_hours.find(charge.prior_record); l != ledger_->job_gpu_hours.end()) {
+        // The ledger counts a job requeued up to a second before its snapshot (the rerun rule below).
+        prior = l->second, prior_basis_ms = ledger_->snapshot_ms - 1001;
+      }
     }
   }
   // A rerun: what the budgets hold for the job as waiting for this run (see Charge::rerun).
   if (charge.rerun) {
     prior = 0;
-    if (auto h = held_.find(charge.record); h != held_.end() && h->second.first >= charge.requeued_ms)
-      prior = h->second.second;
+    if (auto h = held_.find(charge.record); h != held_.end() && h->second.basis_ms >= charge.requeued_ms)
+      prior = h->second.gpu_hours;
     else if (ledger_ && problem.empty() && ledger_->snapshot_ms > charge.requeued_ms + 1000) {
       // Counted while it waited for this run: its lien is what the ledger holds for it, or
       // (a ledger without per-job amounts) the envelope, which is what a pending job's lien is.
@@ -345,7 +350,8 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       records_.push_back(std::move(rec));
     }
     if (!charge.record.empty())
-      held_[charge.record] = {now_ms, charge.update ? std::max(prior, charge.gpu_hours) : charge.gpu_hours};
+      held_[charge.record] = charge.update ? Held{now_ms, std::max(prior, charge.gpu_hours), prior_basis_ms}
+                                           : Held{now_ms, charge.gpu_hours, now_ms};
   }
   return v;
 }

@@ -148,3 +148,36 @@ setup() {
   refute_output --partial "new run refused"
   scancel "$job"
 }
+
+# Review of class 4 (hostile user): an update the owner makes while the requeued job waits was
+# taken as the budgets holding the new run (the Gate's record of the update, judged after the
+# requeue, carried the ledger's amount for the *old* run), so the next run started free, and
+# the account could take another job on the old run's commitment before the next sync.
+@test "an update between its owner's requeue and the next run does not make the run free" {
+  sync_ledger
+  run user_sbatch -J sg-rq -A sgb-rq --parsable --requeue --gpus=8 --time=10 -o /dev/null --wrap 'sleep 600'
+  assert_success
+  local job; job=$(parsed_job_id)
+  [ "$(wait_state "$job" RUNNING)" = RUNNING ] || fail "job $job did not start"
+  sync_ledger   # counts the running job: committed 1.33 of 2
+  run user_sbatch -J sg-rq -A sgb-rq -H --parsable --gpus=4 --time=10 -o /dev/null --wrap true
+  assert_success   # 2 of 2
+  local filler; filler=$(parsed_job_id)
+  run as_user "$RQ_TMP" scontrol requeue "$job"
+  assert_success
+  local i
+  for ((i = 0; i < 1500; i++)); do
+    [ "$(squeue -h -j "$job" -o %T)" = PENDING ] && break
+    sleep 0.2
+  done
+  # The owner's update of the waiting job (nothing grows: its one node).
+  run as_user "$RQ_TMP" scontrol update job="$job" NumNodes=1
+  assert_success
+  start_requeued "$job"
+  sleep 3
+  run squeue -h -j "$job" -o '%T|%r'
+  assert_output "PENDING|job requeued in held state"
+  run grep "prep/scaleguard: JobId=$job run 2 .* refused, requeued and held" "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+  scancel "$job" "$filler"
+}

@@ -711,3 +711,41 @@ TEST(BudgetGate, LowerSyncRaiseIsChargedAgainstTheLedgersViewOfTheJob) {
 
 }  // namespace
 }  // namespace scaleguard::budget
+
+namespace scaleguard::budget {
+namespace {
+
+TEST(BudgetGate, AnUpdateWhileARequeuedJobWaitsDoesNotMakeItsNextRunFree) {
+  // Review of issue 36 class 4: the ledger (before the requeue) counts the job running, 60 of
+  // 100 committed, 30 more accepted since. The owner requeues it and updates it while it waits
+  // (nothing grows): the Gate's record of that update holds the old run's 60, which is not a
+  // lien for the new run. The new run is charged whole: 60 + 30 + 60 > 100.
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 100\nactions = 100% reject\n");
+  g.entry("ml", 0, 60, 0);
+  g.ledger->job_gpu_hours["sg-1"] = 60;
+  g.publish();
+  EXPECT_EQ(g.judge(30).outcome, Outcome::pass);
+  const std::int64_t requeued_ms = g.now * 1000 + 1000;
+  Charge update{"ml", "alice", "od", 60, 8, 450, 1};
+  update.update = true, update.prior_account = "ml", update.prior_partition = "od", update.prior_gpu_hours = 60;
+  update.prior_record = "sg-1", update.record = "sg-2";
+  EXPECT_EQ(g.gate->judge(update, requeued_ms + 1000, true).outcome, Outcome::pass);
+  Charge rerun{"ml", "alice", "od", 60, 8, 450, 1};
+  rerun.rerun = true, rerun.record = "sg-2", rerun.requeued_ms = requeued_ms;
+  const Verdict v = g.gate->judge(rerun, requeued_ms + 2000, false);
+  EXPECT_EQ(v.outcome, Outcome::reject) << v.message();
+  // A ledger synced after the requeue counts the waiting job's lien (60): an update then carries
+  // it, and the run adds nothing (60 used + 60 held + 30 - the 30 accepted before it: fits at 90).
+  g.ledger = std::make_shared<Ledger>(*g.ledger);
+  g.ledger->snapshot = g.now + 3;
+  g.entry("ml", 0, 0, 60 + 30);
+  g.ledger->job_gpu_hours = {{"sg-2", 60}};
+  g.publish();
+  update.prior_record = "sg-2", update.record = "sg-3";
+  EXPECT_EQ(g.gate->judge(update, g.ledger->snapshot * 1000 + 500, true).outcome, Outcome::pass);
+  rerun.record = "sg-3";
+  EXPECT_EQ(g.gate->judge(rerun, g.ledger->snapshot * 1000 + 1000, false).outcome, Outcome::pass);
+}
+
+}  // namespace
+}  // namespace scaleguard::budget

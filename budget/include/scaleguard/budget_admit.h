@@ -141,8 +141,17 @@ class Gate {
   std::deque<Record> records_;                          // in acceptance order
   // Record id -> what the budgets hold for that job since the ledger's snapshot (its accepted
   // charge, or for an update the larger of before and after: a decrease is returned only by the
-  // next sync) and when it was judged.
-  std::unordered_map<std::string, std::pair<std::int64_t, double>> held_;
+  // next sync), when it was judged, and since when that amount has been held for the job as it
+  // is now in the queue (`basis_ms`: a submission or rerun, when judged; an update, the basis of
+  // its "before": the Gate's own entry, the ledger's snapshot, or 0 for the job's record). A
+  // rerun counts an entry as held for it only when its basis follows the requeue: an update
+  // made while the requeued job waits carries the amount held for the *old* run.
+  struct Held {
+    std::int64_t t_ms = 0;
+    double gpu_hours = 0;
+    std::int64_t basis_ms = 0;
+  };
+  std::unordered_map<std::string, Held> held_;
   std::unordered_map<std::string, double> recent_;      // budget name -> sum of records_
   std::uint64_t next_ticket_ = 1;
 };

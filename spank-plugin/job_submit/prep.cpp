@@ -22,7 +22,7 @@
 // slurmctld kills it. A first run (restart count 0) was judged at submission and passes.
 #include "prep.h"
 
-#include <errno.h>
+#include <errno.h>   // the Slurm API reports its error in errno (25.11 drops slurm_get_errno)
 
 #include <chrono>
 #include <condition_variable>
@@ -107,7 +107,7 @@ int set_comment(uint32_t job_id, const std::string& text) {
   std::string id = std::to_string(job_id), comment = text;
   d.job_id_str = id.data();
   d.comment = comment.data();
-  return slurm_update_job(&d) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+  return slurm_update_job(&d) == SLURM_SUCCESS ? SLURM_SUCCESS : errno;
 }
 
 // The user's own comment without a refusal of ours ahead of it.
@@ -127,7 +127,7 @@ void check(uint32_t job_id) {
   }
   if (!info) {
     slurm_error("prep/scaleguard: JobId=%u: cannot read the job (%s): its run starts without a budget check", job_id,
-                slurm_strerror(slurm_get_errno()));
+                slurm_strerror(errno));
     return finish(job_id, 0);
   }
   const slurm_job_info_t* j = nullptr;
@@ -158,7 +158,7 @@ void check(uint32_t job_id) {
   const std::string own = users_comment(comment.c_str());
   if (!own.empty()) text += " || " + own;
   const int crc = set_comment(job_id, text);
-  const int rc = slurm_requeue(job_id, JOB_REQUEUE_HOLD) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+  const int rc = slurm_requeue(job_id, JOB_REQUEUE_HOLD) == SLURM_SUCCESS ? SLURM_SUCCESS : errno;
   slurm_info("prep/scaleguard: JobId=%u run %u (record %s) refused, %s: %s%s%s", job_id, restarts + 1,
              record_id.c_str(),
              rc == SLURM_SUCCESS ? "requeued and held" : "cannot be requeued, so it is killed",

@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# What a job is charged (issue 36, classes 2, 3, 7): caps and budgets judge the whole job, and
+# no sequence of updates and syncs lets it grow uncharged. Each test failed against the plugin
+# of main before the change (78148c9). The policy: configs/policy.ini with gpu-spot left
+# ungoverned (no [partition gpu-spot]), max_job_gpu_hours = 150 only warning, and budgets of
+# accounts of their own (sgb-ch-*), synced by hand; restores the cluster's policy afterwards.
+
+load helpers
+load budget_helpers
+
+setup_file() {
+  cluster_env
+  export BUD_SKIP=
+  accounting_on || { BUD_SKIP="the dev cluster has no accounting (budgets count sacct's usage)"; return 0; }
+  resume_nodes
+  export BUD_TMP=$(user_dir)
+  make_ledger_dir
+  cp "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$BUD_TMP/"
+  add_accounts sgb-ch-up sgb-ch-warn
+  # gpu-spot's section removed: its jobs are ungoverned (no cap, no budget).
+  awk '/^\[partition gpu-spot\]/ { skip = 1; next } /^\[/ { skip = 0 } !skip' "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" |
+    sed -e 's/^distributed_min_gpu_hours *=.*/distributed_min_gpu_hours = off/' \
+        -e 's/^max_job_gpu_hours *=.*/max_job_gpu_hours = 150 warn/' > "$BUD_TMP/policy.ini"
+  cat >> "$BUD_TMP/policy.ini" <<EOT
+
+[budgets]
+ledger = $BUD_LEDGER
+ledger_max_age = 10m
+on_stale_ledger = closed
+
+[budget up]
+account = sgb-ch-up
+gpu_hours = 10
+period = day
+actions = 100% reject
+
+[budget warn]
+account = sgb-ch-warn
+gpu_hours = 500
+period = day
+actions = 100% reject
+EOT
+  export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
+  use_policy
+  printf '#!/bin/sh\ntrue\n' > "$BUD_TMP/job.sh"
+  chmod 755 "$BUD_TMP/job.sh"
+}
+
+teardown_file() {
+  [ -n "${BUD_TMP:-}" ] || return 0
+  scancel --quiet --name=sg-ch 2>/dev/null || true
+  restore_settings
+  rm -rf "$BUD_TMP"
+}
+
+setup() {
+  [ -z "$BUD_SKIP" ] || skip "$BUD_SKIP"
+  cluster_env
+  cd "$BUD_TMP"
+}
+
+user_sbatch() { as_user "$BUD_TMP" sbatch -J sg-ch -H "$@" 2>&1; }
+
+@test "class 7: a partition list past 256 bytes is judged in the governed partition after the cut" {
+  local list
+  list=$(printf 'gpu-spot,%.0s' {1..60})gpu-od   # 540 bytes; gpu-od past byte 256
+  # 8 GPUs x 3 days = 576 GPU-hours: over the (warning) cap and over budget warn's 500.
+  run user_sbatch -A sgb-ch-warn -p "$list" --gpus=8 -t 3-0 --wrap true
+  sync_ledger
+  run user_sbatch -A sgb-ch-warn -p "$list" --gpus=8 -t 3-0 --wrap true
+  assert_failure
+  assert_output --partial 'budget warn (account sgb-ch-warn'
+  # Slurm's own view: the job the plugin let in (if any) carries the cap's warning, so it was judged.
+  run grep -c "decision sg-[0-9-]* event=submit job=new uid=$(id -u "$SCALEGUARD_TEST_USER") partition=gpu-spot,gpu-spot.*rules=max_job_gpu_hours" \
+    "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_output --regexp '^[1-9]'
+  # A list the plugin cannot read whole is refused, not cut.
+  run user_sbatch -p "$(printf 'gpu-spot,%.0s' {1..7300})gpu-od" --gpus=1 -t 10 --wrap true
+  assert_failure
+  assert_output --partial 'partition list longer than 65536 bytes'
+  scancel --name=sg-ch
+}
+
+@test "class 3: a cap that only warns charges the budget the whole job" {
+  scancel --name=sg-ch --state=PENDING; sleep 1
+  sync_ledger
+  # 8 GPUs x 2 days = 384 GPU-hours: the warning cap of 150 leaves it whole; budget warn has 500.
+  run user_sbatch -A sgb-ch-warn -p gpu-od --gpus=8 -t 2-0 --wrap true
+  assert_success
+  assert_output --partial 'max_job_gpu_hours'
+  # Charged 384 (was 150): a second one does not fit.
+  run user_sbatch -A sgb-ch-warn -p gpu-od --gpus=8 -t 2-0 --wrap true
+  assert_failure
+  assert_output --partial 'budget warn (account sgb-ch-warn'
+  assert_output --partial '384.00 accepted since the last sync'
+  sync_ledger
+  assert_close "$(budget_value sgb-ch-warn held)" 384 held
+  scancel --name=sg-ch
+}
+
+@test "class 2: lower, sync, raise: the raise is charged against what the ledger holds" {
+  scancel --name=sg-ch --state=PENDING; sleep 1
+  sync_ledger
+  # 4 GPUs x 2 h = 8 of the 10 GPU-hours.
+  run user_sbatch -A sgb-ch-up --parsable -p gpu-od -N1 --gpus-per-node=4 -t 2:00:00 --wrap true
+  assert_success
+  local id
+  id=$(parsed_job_id)
+  run as_user "$BUD_TMP" scontrol update job="$id" TresPerNode=gres:gpu:1   # lowered: 2 GPU-hours
+  assert_success
+  sync_ledger
+  assert_close "$(budget_value sgb-ch-up held)" 2 held
+  # Another job takes 6 more: 8 of 10 held.
+  run user_sbatch -A sgb-ch-up -p gpu-od --gpus=3 -t 2:00:00 --wrap true
+  assert_success
+  # Raised back to 4 GPUs: 6 more GPU-hours than the ledger holds for it, 14 > 10: refused
+  # (was charged 8 - 8 = 0 against the job's record, which only grows).
+  run as_user "$BUD_TMP" scontrol update job="$id" TresPerNode=gres:gpu:4
+  assert_failure
+  run job_field "$id" TresPerNode
+  assert_output --regexp "gpu:1$"
+  run grep "update of job $id by uid $(id -u "$SCALEGUARD_TEST_USER") refused: scaleguard: budget up (account sgb-ch-up.*this update (to 4 GPUs x 2:00:00, 6.00 GPU-hours more)" \
+    "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
+  assert_success
+  scancel --name=sg-ch
+}

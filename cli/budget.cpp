@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,11 +42,29 @@ namespace {
 
 // Writes `text` to `path` whole or not at all: a temporary file beside it, fsync, rename,
 // fsync of the directory. Readers (slurmctld's ledger thread) never see half a ledger.
-void write_atomically(const std::string& path, const std::string& text) {
+std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A ledger directory others may write lets them delete or block the ledger (a user who
+// pre-creates temporary names could make every sync fail; with on_stale_ledger = open that
+// turns budgets off): refused before anything is counted, as the plugin refuses a ledger
+// others may write.
+void check_ledger_directory(const std::string& path) {
+  const std::string dir = directory_of(path);
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) throw Failure{"cannot use the ledger directory " + dir + ": " + std::strerror(errno)};
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid()))
+    throw Failure{"the ledger directory " + dir + " may be written by others (or is not owned by root or this "
+                  "user): keep the ledger where only root or SlurmUser may write, e.g. /var/lib/scaleguard"};
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string dir = directory_of(path);
+  // An unpredictable temporary name (mkstemp: O_EXCL, mode 0600, then 0644 below).
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkostemp(&tmp[0], O_CLOEXEC);
   if (fd < 0) throw Failure{"cannot create " + tmp + ": " + std::strerror(errno)};
   std::size_t done = 0;
   while (done < text.size()) {
@@ -123,6 +142,7 @@ long long count_runs(const BudgetSetup& s, std::int64_t since, std::int64_t unti
 
 int sync(const BudgetSetup& s, bool quiet) {
   if (s.budgets->list.empty()) throw Failure{"the policy " + s.policy->path + " has no [budget NAME] sections"};
+  check_ledger_directory(s.ledger_path);
   Ledger ledger;
   // Before the queue is read. A job job_submit accepted before this moment is in the queue
   // (or done) a second later: slurmctld creates it right after job_submit returns, and a

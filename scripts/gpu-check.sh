@@ -145,7 +145,7 @@ check cmp -s "$out/straight.bin" "$out/resumed.bin"
 # there too: the two medians should agree (within 15 %); a wide gap means the events are
 # misplaced. comm_ms must be 0 at world size 1 (no collectives; the only GPU on this machine
 # cannot test NCCL comm_ms).
-mpirun -np 1 "$run" train "${small[@]}" --steps 10 --log-every 1 --metrics "$out/timer-events.jsonl" \
+mpirun -np 1 "$run" train --verbose "${small[@]}" --steps 10 --log-every 1 --metrics "$out/timer-events.jsonl" \
   >"$out/timer-events.log" 2>&1
 check grep -q "timings.*CUDA events on the training stream" "$out/timer-events.log"
 mpirun -np 1 -x SCALEGUARD_STEP_TIMER=host "$run" train "${small[@]}" --steps 10 --log-every 1 \

@@ -248,14 +248,14 @@ std::string Checkpointing::reserve(Trainer& t) {
       else
         for (const auto& p : t.parameters()) staging->add_storage_of(p.param);
       for (const auto& s : t.optimizer().named_state()) staging->add_storage_of(s.tensor);
-      if (launch_.rank == 0)
+      if (launch_.rank == 0 && cfg_.verbose)
         log("async snapshots: reserved " + std::to_string(staging->bytes()) + " bytes of host mirrors per rank, " +
             staging->kind());
       staging_ = std::move(staging);
       return "";
     }
     const uint64_t bytes = saver_->reserve(snapshot(t, false));
-    if (launch_.rank == 0) log("async snapshots: reserved " + std::to_string(bytes) + " bytes of host memory per rank");
+    if (launch_.rank == 0 && cfg_.verbose) log("async snapshots: reserved " + std::to_string(bytes) + " bytes of host memory per rank");
     return "";
   } catch (const std::exception& e) {
     return "cannot reserve host memory for async checkpoints (--ckpt-async off avoids it): " + std::string(e.what());
@@ -311,7 +311,7 @@ std::string Checkpointing::load_compress_state(Trainer& t, const ck::Reader& rea
 }
 
 std::string Checkpointing::resume(Trainer& t) {
-  if (launch_.rank == 0)
+  if (launch_.rank == 0 && cfg_.verbose)  // without --verbose: main's start-up line names the directory
     log("directory " + cfg_.ckpt_dir + ", every " + describe_ + ", " + (cfg_.ckpt_async ? "async" : "sync") +
         ", keep " + std::to_string(cfg_.ckpt_keep) + ", on error " + cfg_.ckpt_on_error);
   ck::OpenOptions opts;
@@ -319,7 +319,7 @@ std::string Checkpointing::resume(Trainer& t) {
   auto found = ck::resume(store_, *comm_, opts);  // collective; same outcome everywhere
   if (!found) return found.error().str();
   if (!found->has_value()) {
-    if (launch_.rank == 0) log("no checkpoint in " + cfg_.ckpt_dir + ": starting at step 0");
+    if (launch_.rank == 0 && cfg_.verbose) log("no checkpoint in " + cfg_.ckpt_dir + ": starting at step 0");
     return "";
   }
   const ck::Reader& reader = **found;

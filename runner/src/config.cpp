@@ -22,6 +22,12 @@ namespace po = boost::program_options;
 namespace scaleguard::run {
 namespace {
 
+// A floating-point option with its default as --help shows it: the shortest text that reads
+// back as the same double ("0.1", not Boost's "0.10000000000000001").
+po::typed_value<double>* real_value(double& field) {
+  return po::value(&field)->default_value(field, short_double_text(field));
+}
+
 po::options_description train_options(Config& c) {
   po::options_description model("Model");
   model.add_options()
@@ -49,8 +55,8 @@ po::options_description train_options(Config& c) {
      "Llama: key/value heads (grouped-query attention; 1 = multi-query); 0 = n-head")
     ("ffn-hidden", po::value(&c.ffn_hidden)->default_value(c.ffn_hidden),
      "Llama: SwiGLU intermediate size; 0 = Llama's rule 2/3 * 4 * n-embd rounded up to a multiple of 256")
-    ("rope-theta", po::value(&c.rope_theta)->default_value(c.rope_theta), "Llama: rotary embedding base")
-    ("norm-eps", po::value(&c.norm_eps)->default_value(c.norm_eps), "Llama: RMSNorm epsilon")
+    ("rope-theta", real_value(c.rope_theta), "Llama: rotary embedding base")
+    ("norm-eps", real_value(c.norm_eps), "Llama: RMSNorm epsilon")
     ("precision", po::value(&c.precision)->default_value(c.precision),
      "fp32 | bf16: bf16 forward and backward with fp32 master weights, gradients and AdamW state "
      "(what the planner's memory model assumes)")
@@ -86,14 +92,14 @@ po::options_description train_options(Config& c) {
     ("micro-batch", po::value(&c.micro_batch)->default_value(c.micro_batch),
      "samples per rank per forward (0 = global-batch / dp; smaller = gradient accumulation)")
     ("seed", po::value(&c.seed)->default_value(c.seed), "initialisation and sampling seed")
-    ("lr", po::value(&c.lr)->default_value(c.lr), "peak learning rate")
-    ("min-lr-ratio", po::value(&c.min_lr_ratio)->default_value(c.min_lr_ratio), "cosine floor as a fraction of lr")
+    ("lr", real_value(c.lr), "peak learning rate")
+    ("min-lr-ratio", real_value(c.min_lr_ratio), "cosine floor as a fraction of lr")
     ("warmup", po::value(&c.warmup)->default_value(c.warmup), "linear warm-up steps")
-    ("weight-decay", po::value(&c.weight_decay)->default_value(c.weight_decay), "AdamW decay (matrices only)")
-    ("beta1", po::value(&c.beta1)->default_value(c.beta1), "AdamW beta1")
-    ("beta2", po::value(&c.beta2)->default_value(c.beta2), "AdamW beta2")
-    ("eps", po::value(&c.eps)->default_value(c.eps), "AdamW epsilon")
-    ("grad-clip", po::value(&c.grad_clip)->default_value(c.grad_clip), "clip the global gradient norm (0 = off)");
+    ("weight-decay", real_value(c.weight_decay), "AdamW decay (matrices only)")
+    ("beta1", real_value(c.beta1), "AdamW beta1")
+    ("beta2", real_value(c.beta2), "AdamW beta2")
+    ("eps", real_value(c.eps), "AdamW epsilon")
+    ("grad-clip", real_value(c.grad_clip), "clip the global gradient norm (0 = off)");
   po::options_description par("Parallelism (normally from the plan: SCALEGUARD_STRATEGY, _TP, _PP, _DP, ...)");
   par.add_options()
     ("strategy", po::value(&c.strategy)->default_value(c.strategy), "auto | single | ddp | zero | pipeline | tensor | hybrid")
@@ -107,14 +113,14 @@ po::options_description train_options(Config& c) {
     ("micro-batches", po::value(&c.micro_batches)->default_value(c.micro_batches),
      "micro-batches per rank per step (pipeline: M; 0 = per-rank batch / micro-batch)")
     ("schedule", po::value(&c.schedule)->default_value(c.schedule), "pipeline schedule: 1f1b | gpipe")
-    ("bucket-mb", po::value(&c.bucket_mb)->default_value(c.bucket_mb), "gradient bucket size, MB (0 = per parameter)")
+    ("bucket-mb", real_value(c.bucket_mb), "gradient bucket size, MB (0 = per parameter)")
     ("no-overlap", po::value(&c.no_overlap)->default_value(c.no_overlap)->implicit_value(true),
      "all-reduce after backward instead of from autograd hooks")
     ("compress", po::value(&c.compress)->default_value(c.compress),
      "data-parallel gradient compression: none | topk:RATIO (Deep Gradient Compression: each rank sends the "
      "RATIO fraction of largest accumulated entries per parameter as (index, value) pairs in one all-gather; the "
      "rest stays in a per-rank residual; local clipping at grad-clip/sqrt(dp)); not with tp, pp or zero")
-    ("compress-momentum", po::value(&c.compress_momentum)->default_value(c.compress_momentum),
+    ("compress-momentum", real_value(c.compress_momentum),
      "top-k momentum correction: velocity u = m u + g accumulated before selection, masked where sent; "
      "AdamW then runs with beta1 0 (0 = plain residual accumulation, AdamW unchanged)")
     ("compress-warmup", po::value(&c.compress_warmup)->default_value(c.compress_warmup),
@@ -126,14 +132,14 @@ po::options_description train_options(Config& c) {
      "N (exactly the steps divisible by N), Nmin (minutes) or auto (Daly from the measured cost of a save: "
      "sync the save, async the training thread's stall + I/O contention; and the job's MTBF); "
      "empty = ckpt-interval-s, else auto")
-    ("ckpt-interval-s", po::value(&c.ckpt_interval_s)->default_value(c.ckpt_interval_s),
+    ("ckpt-interval-s", real_value(c.ckpt_interval_s),
      "seconds between saves from the plan (SCALEGUARD_CKPT_INTERVAL_S); used when ckpt-every is empty")
     ("ckpt-async", po::value(&c.ckpt_async)->default_value(c.ckpt_async)->implicit_value(true),
      "on | off: write in a background thread while training goes on")
     ("ckpt-keep", po::value(&c.ckpt_keep)->default_value(c.ckpt_keep), "committed checkpoints to keep (0 = all)")
     ("ckpt-on-error", po::value(&c.ckpt_on_error)->default_value(c.ckpt_on_error),
      "a failed save: stop (exit 1) | continue (log it, keep training)")
-    ("ckpt-mtbf-hours", po::value(&c.ckpt_mtbf_hours)->default_value(c.ckpt_mtbf_hours),
+    ("ckpt-mtbf-hours", real_value(c.ckpt_mtbf_hours),
      "node MTBF for --ckpt-every auto (0 = the catalog's assumption)")
     ("init-from", po::value(&c.init_from)->default_value(c.init_from),
      "start from these weights: a .safetensors file, or a directory with model.safetensors or "
@@ -142,11 +148,14 @@ po::options_description train_options(Config& c) {
   run.add_options()
     ("device", po::value(&c.device)->default_value(c.device), "auto | cpu | cuda")
     ("threads", po::value(&c.threads)->default_value(c.threads), "torch threads per rank (0 = cores / local ranks)")
-    ("startup-timeout", po::value(&c.startup_timeout)->default_value(c.startup_timeout),
+    ("startup-timeout", real_value(c.startup_timeout),
      "seconds the first collectives may take before every rank aborts")
     ("log-every", po::value(&c.log_every)->default_value(c.log_every), "progress and metrics interval, steps")
     ("metrics", po::value(&c.metrics)->default_value(c.metrics), "JSON-lines metrics file (rank 0)")
     ("quiet", po::value(&c.quiet)->default_value(c.quiet)->implicit_value(true), "no progress line")
+    ("verbose", po::value(&c.verbose)->default_value(c.verbose)->implicit_value(true),
+     "at start-up every rank's line, the whole effective configuration and the setup details (without: one "
+     "line of what trains)")
     ("dump-params", po::value(&c.dump_params)->default_value(c.dump_params),
      "rank 0 writes every parameter (name order, float32) to this file at the end")
     ("sample-log", po::value(&c.sample_log)->default_value(c.sample_log),
@@ -267,6 +276,15 @@ std::string Config::effective_text() const {
   std::string out;
   for (const auto& [k, v] : effective) out += k + "=" + v + "\n";
   return out;
+}
+
+std::string short_double_text(double v) {
+  char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
 }
 
 uint64_t Config::hash() const {

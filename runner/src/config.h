@@ -86,6 +86,7 @@ struct Config {
   int64_t log_every = 10;
   std::string metrics;             // JSON lines, rank 0
   bool quiet = false;              // no progress line
+  bool verbose = false;            // start-up: every rank's line, the effective configuration, setup details
   std::string init_from;           // safetensors file or directory: initial weights (a checkpoint in ckpt_dir wins)
   std::string dump_params;         // rank 0 writes all parameters (name order) at the end
   std::string sample_log;          // every rank appends the sample ids it trains on
@@ -100,6 +101,10 @@ struct Config {
 // Llama under tensor parallel: tp must divide n-kv-head (and n-head) and ffn-hidden; a
 // RunError naming both numbers otherwise. Nothing for other models or tp = 1.
 void check_tp_heads(const Config& cfg, int64_t tp);
+
+// The shortest decimal text that reads back as exactly v ("0.1", "1e-05"): what --help shows
+// as a floating-point option's default.
+std::string short_double_text(double v);
 
 // Parses `train` arguments (argv after the verb). Throws RunError with a clear message;
 // returns false (and prints usage to stdout) for --help.

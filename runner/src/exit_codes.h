@@ -1,10 +1,14 @@
 // Exit codes of scaleguard-run; sbatch templates and the requeue logic test for them.
+// man/scaleguard-run.1 lists every one (tests/docs/man_test.py exit-codes checks it).
 #pragma once
 
 namespace scaleguard::run {
 
 constexpr int kExitOk = 0;           // trained every step
 constexpr int kExitError = 1;        // bad input or configuration; every rank exits with it
+// A start-up collective (rank discovery, the configuration check) did not complete within
+// --startup-timeout: another rank failed or never started; MPI_Abort ends every rank.
+constexpr int kExitStartupTimeout = 2;
 constexpr int kExitUsage = 64;       // unknown verb or option (EX_USAGE)
 // SIGUSR1/SIGTERM: all ranks agreed to stop at a step boundary after the after-step hook
 // ran (the hook that saves the checkpoint). The job should be requeued to resume.

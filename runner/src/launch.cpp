@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config.h"
+#include "exit_codes.h"
 #include "nccl_profile.h"
 
 namespace scaleguard::run {
@@ -40,7 +41,7 @@ void wait_or_abort(const Launch& l, MPI_Request* req, const char* what) {
                "failed or never started; aborting all ranks\n",
                l.rank, what, l.startup_timeout_s);
   std::fflush(stderr);
-  MPI_Abort(l.world_comm, 2);
+  MPI_Abort(l.world_comm, kExitStartupTimeout);
 }
 
 Launch init_mpi(int* argc, char*** argv, double startup_timeout_s) {

@@ -96,6 +96,37 @@ std::string config_mismatch(const Launch& l, const Config& cfg) {
          "; every rank must get the same file, options and SCALEGUARD_* environment";
 }
 
+// The one start-up line without --verbose: model, strategy and layout, ranks, data, steps,
+// checkpoints, and the configuration's hash (--verbose prints what it hashes).
+std::string start_line(const Config& cfg, const Launch& l, bool cuda, int threads) {
+  std::string model = cfg.model == "script" ? "script " + cfg.effective.at("model-file")
+                                            : cfg.model + " (" + std::to_string(cfg.n_layer) + " layers x " +
+                                                  std::to_string(cfg.n_embd) + ", " + std::to_string(cfg.n_head) +
+                                                  " heads, seq " + std::to_string(cfg.seq_len) + ", vocab " +
+                                                  std::to_string(cfg.vocab_size) + ")";
+  std::string layout = "dp=" + std::to_string(cfg.dp) + " tp=" + std::to_string(cfg.tp) + " pp=" + std::to_string(cfg.pp);
+  if (cfg.zero > 0) layout += " ZeRO-" + std::to_string(cfg.zero);
+  if (cfg.pp > 1) layout += " " + cfg.schedule;
+  if (cfg.compress != "none") layout += " " + cfg.compress;
+  if (cfg.precision != "fp32") layout += " " + cfg.precision;
+  std::string data = cfg.synthetic > 0 ? "synthetic (" + std::to_string(cfg.synthetic) + " tokens)"
+                                       : cfg.data + (cfg.data_format == "auto" ? "" : " (" + cfg.data_format + ")");
+  std::string ckpt = "no checkpoints";
+  if (!cfg.ckpt_dir.empty()) {
+    std::string every = !cfg.ckpt_every.empty() ? cfg.ckpt_every
+                        : cfg.ckpt_interval_s > 0 ? short_double_text(cfg.ckpt_interval_s) + " s"
+                                                  : "auto";
+    ckpt = "checkpoints " + cfg.ckpt_dir + " every " + every + ", keep " + std::to_string(cfg.ckpt_keep);
+  }
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(cfg.hash()));
+  return "train " + model + " | strategy " + cfg.strategy + ": " + layout + " | " + std::to_string(l.world) +
+         " ranks on " + std::to_string(l.nodes) + (l.nodes == 1 ? " node" : " nodes") + ", " + (cuda ? "cuda" : "cpu") +
+         ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " per rank | data " + data + " | " +
+         std::to_string(cfg.steps) + " steps of " + std::to_string(cfg.global_batch) + " samples | " + ckpt +
+         " | config " + hash + " (--verbose: all of it)";
+}
+
 int train_main(int argc, char** argv, const std::vector<std::string>& args) {
   install_stop_handlers();  // before anything slow: a signal during start-up still counts
   Config cfg;
@@ -146,12 +177,18 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
 #endif
   cuda = cuda && error.empty();
   if (any_failed(l, error, "device")) return fail();
-  std::fprintf(stderr, "scaleguard-run: rank %d/%d local %d/%d node %d/%d host %s pid %d device %s threads %d\n",
-               l.rank, l.world, l.local_rank, l.local_size, l.node, l.nodes, l.host.c_str(), static_cast<int>(getpid()),
-               cuda ? "cuda" : "cpu", threads);
+  // Start-up: one line from rank 0 of what trains; every rank's line, the whole effective
+  // configuration and the setup details (trainer, checkpoints) only with --verbose.
+  if (cfg.verbose)
+    std::fprintf(stderr, "scaleguard-run: rank %d/%d local %d/%d node %d/%d host %s pid %d device %s threads %d\n",
+                 l.rank, l.world, l.local_rank, l.local_size, l.node, l.nodes, l.host.c_str(),
+                 static_cast<int>(getpid()), cuda ? "cuda" : "cpu", threads);
   if (l.rank == 0) {
-    std::fprintf(stderr, "scaleguard-run: effective configuration (hash %016llx):\n%s",
-                 static_cast<unsigned long long>(cfg.hash()), cfg.effective_text().c_str());
+    if (cfg.verbose)
+      std::fprintf(stderr, "scaleguard-run: effective configuration (hash %016llx):\n%s",
+                   static_cast<unsigned long long>(cfg.hash()), cfg.effective_text().c_str());
+    else
+      std::fprintf(stderr, "scaleguard-run: %s\n", start_line(cfg, l, cuda, threads).c_str());
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (threads * l.local_size > online && !std::getenv("OMP_WAIT_POLICY"))
       std::fprintf(stderr, "scaleguard-run: warning: %d threads x %d local ranks > %ld cores; set "
@@ -168,7 +205,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       std::shared_ptr<ArrayData> arrays;
       if (cfg.synthetic == 0 && ArrayData::applies(cfg.data, cfg.data_format)) {
         arrays = ArrayData::open(cfg.data, cfg.data_format);
-        if (l.rank == 0) std::fprintf(stderr, "scaleguard-run: data %s\n", arrays->describe().c_str());
+        if (l.rank == 0 && cfg.verbose) std::fprintf(stderr, "scaleguard-run: data %s\n", arrays->describe().c_str());
       }
       Tokens tokens = arrays || cfg.synthetic > 0
                           ? Tokens::synthetic(arrays ? static_cast<uint64_t>(cfg.seq_len) + 1 : static_cast<uint64_t>(cfg.synthetic),

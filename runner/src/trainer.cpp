@@ -89,7 +89,9 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
   // comm_ms, the pipeline phase and step_ms: host clocks on the CPU, CUDA events on a GPU.
   timer_ = make_step_timer(device_.is_cuda(), device_.is_cuda() ? device_.index() : -1);
   set_step_timer(timer_);
-  if (launch_.rank == 0 && device_.is_cuda())
+  // Set-up details: rank 0 prints them with --verbose (warnings always).
+  const bool details = launch_.rank == 0 && cfg.verbose;
+  if (details && device_.is_cuda())
     std::fprintf(stderr, "scaleguard-run: timings (step_ms, comm_ms, pipeline bubble): %s\n",
                  std::strcmp(timer_->clock(), "host") == 0
                      ? "HOST CLOCKS (SCALEGUARD_STEP_TIMER=host: enqueue times, not for calibration)"
@@ -115,7 +117,7 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     compress_ = std::make_unique<TopKCompressor>(*layout_, *grid_.dp_group, cfg);
     if (compress_->momentum_correction()) optim_->set_beta1(0);
   }
-  if (launch_.rank == 0 && cfg.compress != "none")
+  if (launch_.rank == 0 && cfg.compress != "none" && (details || !compress))
     std::fprintf(stderr, "scaleguard-run: %s\n",
                  compress ? ("top-k compression " + cfg.compress + " over dp=" + std::to_string(grid_.dp) +
                              (compress_->momentum_correction()
@@ -126,7 +128,7 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
                                 .c_str()
                           : ("--compress " + cfg.compress + " does nothing with one data-parallel rank (no gradient exchange): "
                              "training uncompressed").c_str());
-  if (launch_.rank == 0)
+  if (details)
     std::fprintf(stderr, "scaleguard-run: tp=%d%s: optimizer state %lld bytes per rank\n", grid_.tp,
                  cfg.zero >= 1 ? (", ZeRO-" + std::to_string(cfg.zero) +
                                   (cfg.zero == 1   ? " (optimizer state sharded over dp)"
@@ -136,18 +138,18 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
                                      .c_str()
                                : "",
                  static_cast<long long>(optim_->state_bytes()));
-  if (launch_.rank == 0)
+  if (details)
     std::fprintf(stderr, "scaleguard-run: precision %s%s, recompute %s\n", cfg.precision.c_str(),
                  cfg.precision == "bf16" ? " (bf16 forward/backward; fp32 master weights, gradients and AdamW state)" : "",
                  cfg.recompute.c_str());
-  if (launch_.rank == 0 && grid_.tp > 1 && (cfg.model == "gpt" || cfg.model == "llama"))
+  if (details && grid_.tp > 1 && (cfg.model == "gpt" || cfg.model == "llama"))
     std::fprintf(stderr, "scaleguard-run: %s\n",
                  cfg.vocab_size % grid_.tp == 0
                      ? ("vocab-parallel embedding, head and cross-entropy: " + std::to_string(cfg.vocab_size / grid_.tp) +
                         " of " + std::to_string(cfg.vocab_size) + " logits per rank").c_str()
                      : ("tp=" + std::to_string(grid_.tp) + " does not divide vocab-size " + std::to_string(cfg.vocab_size) +
                         ": embedding and head replicated, full logits on every rank").c_str());
-  if (launch_.rank == 0) {
+  if (details) {
     int64_t n = 0;
     for (const auto& p : layout_->params()) n += p.numel;
     std::fprintf(stderr,
@@ -203,7 +205,7 @@ void Trainer::open_eval_data() {
                    std::to_string(cfg_.seq_len) + " (whole micro-batches of " + std::to_string(cfg_.micro_batch) +
                    " on " + std::to_string(grid_.dp) + " data-parallel ranks) but --eval-data " + cfg_.eval_data +
                    " holds " + std::to_string(available) + ": give fewer --eval-tokens or more data");
-  if (launch_.rank == 0)
+  if (launch_.rank == 0 && cfg_.verbose)
     std::fprintf(stderr,
                  "scaleguard-run: evaluation every %lld steps on the first %llu windows of %s (%llu tokens: %lld "
                  "micro-batches of %lld per data-parallel rank)\n",

@@ -86,7 +86,11 @@ ck::Reader open_checkpoint(const std::string& dir) {
     if (!r) throw RunError(r.error().str());
     return std::move(r).value();
   }
-  ck::Store store(dir, [](const std::string& line) { std::fprintf(stderr, "scaleguard-run export: %s\n", line.c_str()); });
+  // The store says "resuming from" the one it opens, as training does; export names the
+  // checkpoint it exports itself (export_main), so only the skipped ones are logged here.
+  ck::Store store(dir, [](const std::string& line) {
+    if (line.rfind("resuming from ", 0) != 0) std::fprintf(stderr, "scaleguard-run export: %s\n", line.c_str());
+  });
   auto r = store.open_newest_valid({});
   if (!r) throw RunError(r.error().str());
   if (!r->has_value())
@@ -251,7 +255,7 @@ int export_main(const std::vector<std::string>& args) {
                                              "a checkpoint (step-N directory) or a --ckpt-dir (its newest valid one)")(
       "output", po::value(&output)->required(), "directory to write (created)")(
       "dtype", po::value(&dtype)->default_value(dtype), "fp32 | bf16")(
-      "max-shard-gb", po::value(&max_shard_gb)->default_value(max_shard_gb),
+      "max-shard-gb", po::value(&max_shard_gb)->default_value(max_shard_gb, short_double_text(max_shard_gb)),
       "above this size (GB, 10^9 bytes) the weights are split into model-0000K-of-0000N.safetensors + "
       "model.safetensors.index.json");
   try {
@@ -271,6 +275,8 @@ int export_main(const std::vector<std::string>& args) {
   try {
     ck::Reader reader = open_checkpoint(ckpt);
     const ck::Manifest& m = reader.manifest();
+    std::fprintf(stderr, "scaleguard-run export: exporting checkpoint %s (step %lld) to directory %s\n", reader.dir().c_str(),
+                 static_cast<long long>(m.step), output.c_str());
     const auto config = config_of(m);
     const std::string model = config.count("model") ? config.at("model") : "";
     std::vector<st::TensorSpec> specs;

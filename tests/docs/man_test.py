@@ -7,6 +7,12 @@
   man_test.py scaleguard-run BIN      scaleguard-run.1: the options of `prep`, `train` and `export`
   man_test.py policy BIN              scaleguard-policy.5: rule ids and defaults as `policy
                                       check` prints them; the EXAMPLE passes `policy check`
+  man_test.py exit-codes              EXIT STATUS of scaleguard-run.1 and scaleguard.1 lists
+                                      exactly the codes the sources return (runner: the
+                                      constants of exit_codes.h and literal codes of exits and
+                                      aborts; CLI: the verbs' `return N`)
+  man_test.py policy-reload           scaleguard.1 and the guides say what the job_submit
+                                      plugin does: it reloads a changed policy by itself
 Environment: SCALEGUARD_SOURCE_DIR (the source tree). Exit 0 = pass, 1 = fail.
 """
 import os
@@ -156,6 +162,82 @@ def check_policy(binary):
             fail(f"scaleguard-policy.5: the EXAMPLE policy fails policy check:\n{p.stderr}")
 
 
+def source_files(*dirs):
+    for d in dirs:
+        for root, _, files in os.walk(os.path.join(SRC, d)):
+            for f in sorted(files):
+                if re.search(r"\.(cpp|h)$", f):
+                    yield os.path.join(root, f)
+
+
+def documented_exit_codes(page):
+    body = man_sections(roff_text(os.path.join(MAN, page)), "SH").get("EXIT STATUS", "")
+    return {int(c) for c in re.findall(r"^\.B (\d+)\s*$", body, re.M)}
+
+
+def compare_codes(page, documented, returned):
+    if not documented:
+        fail(f"{page}: no EXIT STATUS entries (.TP / .B N)")
+    for code, where in sorted(returned.items()):
+        if code not in documented:
+            fail(f"{page}: EXIT STATUS omits {code}, which the code returns ({where})")
+    for code in sorted(documented - set(returned)):
+        fail(f"{page}: EXIT STATUS lists {code}, which no source returns")
+
+
+def check_exit_codes():
+    # scaleguard-run: its named exit statuses, and any literal status an exit or abort uses.
+    runner = {}
+    with open(os.path.join(SRC, "runner", "src", "exit_codes.h"), encoding="utf-8") as f:
+        for name, code in re.findall(r"constexpr int (kExit\w+) = (\d+);", f.read()):
+            runner.setdefault(int(code), name)
+    if 86 not in runner:
+        fail("runner/src/exit_codes.h: no exit status 86 (a collective failed; train.sbatch requeues on it)")
+    for path in source_files("runner"):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in re.finditer(r"\b(?:MPI_Abort\s*\([^,()]+,|_Exit\s*\(|_exit\s*\(|exit\s*\()\s*(\d+)\s*\)", text):
+            runner.setdefault(int(m.group(1)), os.path.relpath(path, SRC))
+    compare_codes("scaleguard-run.1", documented_exit_codes("scaleguard-run.1"), runner)
+    # scaleguard: what the verbs return (a forked child's _exit(127) is not the CLI's status).
+    cli = {}
+    for path in source_files("cli"):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in re.finditer(r"\breturn\s+(?:[^;?]+\?\s*)?(\d+)\s*(?::\s*(\d+)\s*)?;", text):
+            for g in m.groups():
+                if g is not None:
+                    cli.setdefault(int(g), os.path.relpath(path, SRC))
+    compare_codes("scaleguard.1", documented_exit_codes("scaleguard.1"), cli)
+
+
+def check_policy_reload():
+    with open(os.path.join(SRC, "spank-plugin", "job_submit", "policy.cpp"), encoding="utf-8") as f:
+        plugin = f.read()
+    reloads = "reload_if_changed" in plugin and "st_mtim" in plugin
+    if not reloads:
+        fail("spank-plugin/job_submit/policy.cpp no longer reloads on a changed mtime: update this check and the docs")
+        return
+    # The plugin reloads by itself: no page may tell the admin to reconfigure Slurm for it.
+    pages = [os.path.join(MAN, f) for f in os.listdir(MAN)]
+    pages += [os.path.join(SRC, "docs", f) for f in os.listdir(os.path.join(SRC, "docs")) if f.endswith(".md")]
+    pages += [os.path.join(SRC, "configs", "policy.ini"), os.path.join(SRC, "README.md")]
+    wrong = re.compile(r"policy check[^\n]*(?:&&|\bthen\b|before)[^\n]*scontrol reconfigure|"
+                       r"before\s+\W*(?:\.BR?\s+)?\W*scontrol reconfigure", re.S)
+    for path in pages:
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in wrong.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            fail(f"{os.path.relpath(path, SRC)}:{line}: says the policy needs `scontrol reconfigure` "
+                 f"({' '.join(m.group(0).split())!r}), but job_submit/scaleguard reloads a changed policy by itself")
+    policy = man_sections(roff_text(os.path.join(MAN, "scaleguard.1")), "SS").get("policy", "")
+    if not re.search(r"reloads", policy):
+        fail("scaleguard.1 [policy]: does not say that job_submit/scaleguard reloads a changed policy by itself")
+
+
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
@@ -168,6 +250,10 @@ def main():
         check_runner(sys.argv[2])
     elif what == "policy":
         check_policy(sys.argv[2])
+    elif what == "exit-codes":
+        check_exit_codes()
+    elif what == "policy-reload":
+        check_policy_reload()
     else:
         raise SystemExit(f"unknown check '{what}'\n{__doc__}")
     if failures:

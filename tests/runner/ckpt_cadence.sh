@@ -15,7 +15,7 @@ fortunes_tokens tok.bin
 commits() { sed -nE 's/.*checkpoint: step-0*([0-9]+) committed:.*/\1/p' "$1" | tr '\n' ' ' | sed 's/ $//'; }
 
 for mode in on off; do
-  mpi 2 train --data tok.bin --steps 20 --ckpt-dir "ck-$mode" --ckpt-async "$mode" 2> "auto-$mode.log" ||
+  mpi 2 train --verbose --data tok.bin --steps 20 --ckpt-dir "ck-$mode" --ckpt-async "$mode" 2> "auto-$mode.log" ||
     { cat "auto-$mode.log"; fail "defaults, --ckpt-async $mode: the run failed"; }
   got=$(commits "auto-$mode.log")
   n=$(wc -w <<< "$got")
@@ -34,7 +34,7 @@ for mode in on off; do
 done
 
 for mode in on off; do
-  mpi 2 train --data tok.bin --steps 20 --ckpt-dir "five-$mode" --ckpt-async "$mode" --ckpt-every 5 \
+  mpi 2 train --verbose --data tok.bin --steps 20 --ckpt-dir "five-$mode" --ckpt-async "$mode" --ckpt-every 5 \
     2> "five-$mode.log" || { cat "five-$mode.log"; fail "--ckpt-every 5 --ckpt-async $mode: the run failed"; }
   got=$(commits "five-$mode.log")
   [ "$got" = "5 10 15 20" ] || { cat "five-$mode.log"; fail "--ckpt-every 5 --ckpt-async $mode committed steps '$got'"; }

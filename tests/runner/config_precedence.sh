@@ -3,7 +3,7 @@
 # effective value shows up in rank 0's configuration dump and in what actually trains.
 source "$(dirname "$0")/lib.sh"
 printf 'model = mlp\nn-embd = 8\nhidden = 16\nseq-len = 16\nglobal-batch = 4\nsteps = 3\nlr = 0.01\n' > run.ini
-train() { "$run" train --config run.ini --synthetic 5000 --threads 1 --log-every 1 --metrics m.jsonl "$@" 2> log; }
+train() { "$run" train --verbose --config run.ini --synthetic 5000 --threads 1 --log-every 1 --metrics m.jsonl "$@" 2> log; }
 steps_done() { final_field m.jsonl step; }
 
 train;                                         [ "$(steps_done)" = 3 ] || fail "file: steps $(steps_done), expected 3"

@@ -18,7 +18,7 @@ mapfile -t corpus < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name
 "$run" prep --input "${corpus[@]}" --output train.bin
 "$run" prep --input /usr/share/games/fortunes/wisdom --output held.bin
 
-base=(train --data train.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
+base=(train --verbose --data train.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
       --micro-batch 2 --lr 3e-3 --seed 5 --threads 1 --log-every 1 --quiet)
 gpt=("${base[@]}" --warmup 2)
 evals() {  # evals FILE: "step loss" per evaluation

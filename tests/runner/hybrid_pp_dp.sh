@@ -5,7 +5,7 @@
 # plugin exports it, and on the fortunes corpus the loss falls.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-common=(train --data tokens.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32
+common=(train --verbose --data tokens.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32
         --global-batch 8 --seed 5 --threads 1 --log-every 1 --quiet --lr 3e-3 --warmup 5)
 "$run" "${common[@]}" --steps 40 --micro-batch 2 --metrics one.jsonl 2> one.log
 SCALEGUARD_STRATEGY=hybrid SCALEGUARD_PP=2 SCALEGUARD_DP=2 SCALEGUARD_MICRO_BATCH=2 \

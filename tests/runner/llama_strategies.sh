@@ -61,7 +61,7 @@ fi
 
 # A catalog preset gives arch and shape for every key not given: llama3-8b's rope theta
 # 500000 and untied head, with a tiny width so it runs here.
-"$run" train --data tokens.bin --model-preset llama3-8b --n-layer 1 --n-embd 64 --n-head 4 --n-kv-head 2 --ffn-hidden 64 \
+"$run" train --verbose --data tokens.bin --model-preset llama3-8b --n-layer 1 --n-embd 64 --n-head 4 --n-kv-head 2 --ffn-hidden 64 \
   --vocab-size 256 --seq-len 32 --steps 1 --global-batch 2 --threads 1 --quiet 2> preset.log || { cat preset.log; fail "preset run failed"; }
 for line in model=llama rope-theta=500000 untied-head=true n-kv-head=2; do
   grep -qx "$line" preset.log || { cat preset.log; fail "--model-preset llama3-8b: no '$line' in the effective configuration"; }
@@ -71,7 +71,7 @@ grep -q "no \[model llama9\] in .*catalog.ini (presets: .*llama3-8b" nopreset.lo
 echo "PASS --model-preset llama3-8b (rope-theta 500000, untied) and an unknown preset refused"
 
 # ---- 2. strategies equal one process ---------------------------------------------------
-base=(train --data tokens.bin --model llama --n-layer 2 --n-embd 32 --n-head 4 --n-kv-head 2 --ffn-hidden 64
+base=(train --verbose --data tokens.bin --model llama --n-layer 2 --n-embd 32 --n-head 4 --n-kv-head 2 --ffn-hidden 64
       --seq-len 32 --untied-head --global-batch 8 --micro-batch 2 --lr 3e-3 --seed 11 --threads 1 --log-every 1 --quiet)
 common=("${base[@]}" --warmup 2)
 "$run" "${common[@]}" --steps 12 --metrics one.jsonl --dump-params one.bin 2> one.log || { cat one.log; fail "1 rank failed"; }

@@ -6,7 +6,7 @@
 # parameters (gathered from every stage) to <= 1e-5.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-common=(train --data tokens.bin --model gpt --n-layer 4 --n-embd 32 --n-head 4 --seq-len 32
+common=(train --verbose --data tokens.bin --model gpt --n-layer 4 --n-embd 32 --n-head 4 --seq-len 32
         --steps 12 --global-batch 8 --seed 11 --threads 1 --log-every 1 --quiet)
 "$run" "${common[@]}" --micro-batch 2 --metrics one.jsonl --dump-params one.bin 2> one.log
 

@@ -6,7 +6,7 @@
 # weighs the head.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-common=(train --data tokens.bin --model gpt --n-layer 4 --n-embd 16 --n-head 2 --seq-len 16
+common=(train --verbose --data tokens.bin --model gpt --n-layer 4 --n-embd 16 --n-head 2 --seq-len 16
         --steps 4 --seed 3 --threads 1 --log-every 1 --quiet)
 max_loss_diff() { /usr/bin/python3 -c '
 import json, sys

@@ -12,7 +12,7 @@
 #     from step 4, equal an uninterrupted 12-step run, on one rank and with tp=2.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-common=(train --data tokens.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
+common=(train --verbose --data tokens.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
         --micro-batch 2 --warmup 0 --min-lr-ratio 1 --seed 5 --threads 1 --log-every 1 --quiet)
 
 # 1. Recompute is bit-exact.

@@ -8,7 +8,7 @@
 # checks on a GPU, where the times come from CUDA events, are in scripts/gpu-check.sh.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-common=(train --data tokens.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
+common=(train --verbose --data tokens.bin --model gpt --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
         --micro-batch 2 --warmup 0 --seed 5 --threads 1 --log-every 1 --quiet --steps 4)
 
 check() {  # check NAME JQ-CONDITION-ON-EACH-STEP

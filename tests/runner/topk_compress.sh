@@ -13,7 +13,7 @@
 #  5. refusals: tp/pp/zero, a bad RATIO; one rank is a no-op with a message.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens fortunes.bin
-gpt=(train --config "$SCALEGUARD_SOURCE_DIR/configs/examples/gpt-small.ini" --data fortunes.bin --steps 80
+gpt=(train --verbose --config "$SCALEGUARD_SOURCE_DIR/configs/examples/gpt-small.ini" --data fortunes.bin --steps 80
      --log-every 1 --threads 1 --quiet)
 
 # mean_loss FILE: mean loss of the last 10 logged steps.

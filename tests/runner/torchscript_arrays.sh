@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
   fail "needs python3-torch, python3-h5py and python3-numpy (/usr/bin/python3)"
 /usr/bin/python3 "$here/make_script_model.py" || fail "could not write the model and data files"
 
-args=(train --model-file cnn.pt --data images.h5 --steps 20 --global-batch 8 --lr 3e-2 --warmup 2 --seed 7
+args=(train --verbose --model-file cnn.pt --data images.h5 --steps 20 --global-batch 8 --lr 3e-2 --warmup 2 --seed 7
       --threads 1 --log-every 1 --quiet)
 "$run" "${args[@]}" --micro-batch 4 --metrics one.jsonl --dump-params one.bin 2> one.log ||
   { cat one.log; fail "1 rank failed"; }

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
 for head in tied untied; do
   untied=false; [ "$head" = untied ] && untied=true
-  args=(train --data tokens.bin --model gpt --n-embd 32 --n-head 4 --n-layer 2 --seq-len 32 --untied-head "$untied"
+  args=(train --verbose --data tokens.bin --model gpt --n-embd 32 --n-head 4 --n-layer 2 --seq-len 32 --untied-head "$untied"
         --steps 20 --global-batch 8 --seed 7 --threads 1 --log-every 1 --quiet)
   "$run" "${args[@]}" --metrics one.jsonl --dump-params one.bin
   mpi 2 "${args[@]}" --tp 2 --metrics tp2.jsonl --dump-params tp2.bin 2> tp2.log || { cat tp2.log; fail "$head: tp=2 run failed"; }

@@ -58,7 +58,7 @@ slurmd_netns() { readlink "/proc/$(cat "$SCALEGUARD_DEV_DIR/run/slurmd-$1.pid")/
   cd "$RUN_TMP"
   "$bin" prep --input /usr/share/games/fortunes/fortunes --output tokens.bin
   run srun --mpi=pmix -N2 -n2 --time=10 "$bin" train --data tokens.bin --model gpt --n-embd 32 \
-    --n-layer 1 --seq-len 32 --global-batch 8 --steps 6 --threads 1 --log-every 3
+    --n-layer 1 --seq-len 32 --global-batch 8 --steps 6 --threads 1 --log-every 3 --verbose
   assert_success
   assert_output --partial 'rank 1/2'
   assert_output --partial 'done: 6 steps'

@@ -24,7 +24,7 @@ setup() {
 }
 
 small=(--data tokens.bin --model gpt --n-embd 32 --n-layer 1 --seq-len 32 --global-batch 8 --steps 10
-       --threads 1 --log-every 1)
+       --threads 1 --log-every 1 --verbose)
 
 @test "data parallel across both nodes with srun -N2 -n2 --mpi=pmix" {
   cd "$RUN_TMP"

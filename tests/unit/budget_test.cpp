@@ -715,6 +715,26 @@ TEST(BudgetGate, LowerSyncRaiseIsChargedAgainstTheLedgersViewOfTheJob) {
 namespace scaleguard::budget {
 namespace {
 
+TEST(BudgetGate, ABudgetTheSyncCouldNotCountFailsAsConfiguredAndOnlyThatOne) {
+  // Issue 36, class 8: a line the sync could not read marks the budgets it could touch.
+  GateFixture g("[budget ml]\naccount = ml\ngpu_hours = 100\n[budget al]\nuser = alice\ngpu_hours = 100\n");
+  g.entry("ml", 0).unusable = "squeue line 7: unreadable job request";
+  g.entry("al", 0);
+  g.publish();
+  const Verdict v = g.judge(1);
+  EXPECT_EQ(v.outcome, Outcome::reject);   // on_stale_ledger = closed (the default)
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings[0].budget, "ml");
+  EXPECT_TRUE(v.findings[0].unchecked);
+  EXPECT_NE(v.message().find("the last sync could not count budget ml: squeue line 7"), std::string::npos) << v.message();
+}
+
+}  // namespace
+}  // namespace scaleguard::budget
+
+namespace scaleguard::budget {
+namespace {
+
 TEST(BudgetGate, AnUpdateWhileARequeuedJobWaitsDoesNotMakeItsNextRunFree) {
   // Review of issue 36 class 4: the ledger (before the requeue) counts the job running, 60 of
   // 100 committed, 30 more accepted since. The owner requeues it and updates it while it waits

@@ -18,89 +18,6 @@ namespace {
 constexpr std::size_t kMaxStderrBytes = 4096;
 }  // namespace
 
-// Runs argv[0] from PATH and returns its stdout; stderr is kept for the error message.
-std::string run_capture(const Command& command) {
-  const auto& args = command.args;
-  int out[2], err[2], exec_err[2];
-  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC))
-    throw Failure{std::string("pipe: ") + std::strerror(errno)};
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw Failure{std::string("fork: ") + std::strerror(errno)};
-  if (pid == 0) {
-    for (const auto& e : command.env) putenv(const_cast<char*>(e.c_str()));   // the child's copy only
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    execvp(argv[0], argv.data());
-    const int e = errno;   // the parent learns why exec failed through the CLOEXEC pipe
-    (void)!write(exec_err[1], &e, sizeof e);
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  close(exec_err[1]);
-  int exec_errno = 0;
-  const bool exec_failed = read(exec_err[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  close(exec_err[0]);
-
-  std::string stdout_text, stderr_text;
-  bool too_big = false;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (auto& f : fds) {
-      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = read(f.fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        close(f.fd);
-        f.fd = -1;
-        --open_fds;
-        continue;
-      }
-      std::string& sink = f.fd == out[0] ? stdout_text : stderr_text;
-      const std::size_t cap = f.fd == out[0] ? command.max_bytes : kMaxStderrBytes;
-      if (sink.size() + n > cap) {
-        if (f.fd == out[0]) too_big = true;
-        sink.append(buf, cap - sink.size());
-      } else {
-        sink.append(buf, n);
-      }
-    }
-    if (too_big) break;
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  if (too_big) kill(pid, SIGTERM);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (exec_failed) {
-    if (exec_errno == ENOENT)
-      throw Failure{args[0] + " not found in PATH: install slurm-client on this host" + command.missing_hint};
-    throw Failure{"cannot run " + args[0] + ": " + std::strerror(exec_errno)};
-  }
-  if (too_big)
-    throw Failure{args[0] + " printed more than " + std::to_string(command.max_bytes >> 20) + " MiB" +
-                  command.too_big_hint};
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    while (!stderr_text.empty() && (stderr_text.back() == '\n' || stderr_text.back() == '\r'))
-      stderr_text.pop_back();
-    const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                              : "signal " + std::to_string(WTERMSIG(status));
-    throw Failure{args[0] + " failed (" + how + ")" +
-                  (stderr_text.empty() ? std::string() : ": " + stderr_text)};
-  }
-  return stdout_text;
-}
-
 void run_lines(const Command& command, std::size_t max_line,
                const std::function<void(const std::string& line, bool cut)>& each) {
   const auto& args = command.args;
@@ -197,6 +114,20 @@ void run_lines(const Command& command, std::size_t max_line,
                                               : "signal " + std::to_string(WTERMSIG(status));
     throw Failure{args[0] + " failed (" + how + ")" + (stderr_text.empty() ? std::string() : ": " + stderr_text)};
   }
+}
+
+// stdout whole, through run_lines: one reader of a command's output (a line is kept with its
+// newline; output past max_bytes stops the command and is a Failure).
+std::string run_capture(const Command& command) {
+  std::string text;
+  run_lines(command, command.max_bytes, [&](const std::string& line, bool cut) {
+    if (cut || text.size() + line.size() + 1 > command.max_bytes)
+      throw Failure{command.args[0] + " printed more than " + std::to_string(command.max_bytes >> 20) + " MiB" +
+                    command.too_big_hint};
+    text += line;
+    text += '\n';
+  });
+  return text;
 }
 
 std::vector<std::string> sacct_runs_arguments(const std::string& since, const std::string& until, bool steps) {

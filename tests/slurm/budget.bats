@@ -7,11 +7,7 @@
 # with budgets added; restores the cluster's policy afterwards.
 
 load helpers
-
-accounting_on() {
-  scontrol show config | grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' &&
-    sacct -n -X -j 1 >/dev/null 2>&1
-}
+load budget_helpers
 
 # The budget policy: configs/policy.ini without the small-job rule (the jobs here are small
 # on purpose), an audit file, and the budgets of $BUD_TMP/budgets.ini.
@@ -71,29 +67,6 @@ load_budgets() {
   fail "slurmctld did not load the budgets of $BUD_TMP/policy.ini"
 }
 
-# Runs the sync and waits (bounded) until slurmctld's ledger thread (once a second) has read it.
-sync_ledger() {
-  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log i before
-  before=$(grep -c "budget ledger $BUD_LEDGER loaded" "$log" || true)
-  run scaleguard budget sync --policy "$BUD_TMP/policy.ini"
-  assert_success
-  for ((i = 0; i < 50; i++)); do
-    [ "$(grep -c "budget ledger $BUD_LEDGER loaded" "$log" || true)" -gt "$before" ] && return 0
-    sleep 0.2
-  done
-  fail "slurmctld did not load the new ledger"
-}
-
-# One number of a budget from `scaleguard budget show --json` (what users see).
-budget_value() {  # budget_value ACCOUNT FIELD
-  scaleguard budget show --policy "$BUD_TMP/policy.ini" --account "$1" --json | jq -r ".budgets[0].$2"
-}
-
-assert_close() {  # assert_close GOT WANT [WHAT]: within 1e-6 relative
-  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; if (m < 1) m = 1;
-                                   exit !(d <= 1e-6 * m) }' || fail "${3:-value}: got $1, expected $2"
-}
-
 # sbatch as the test user, held unless said otherwise.
 user_sbatch() { as_user "$BUD_TMP" sbatch "$@" 2>&1; }
 
@@ -103,15 +76,9 @@ setup_file() {
   accounting_on || { BUD_SKIP="the dev cluster has no accounting (budgets count sacct's usage: AccountingStorageType=accounting_storage/slurmdbd, scripts/dev-cluster/accounting)"; return 0; }
   resume_nodes
   export BUD_TMP=$(user_dir)
-  mkdir -m 0755 "$BUD_TMP/ledger" && chown root:root "$BUD_TMP/ledger"
-  export BUD_LEDGER=$BUD_TMP/ledger/budget-ledger.json
+  make_ledger_dir
   cp "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$BUD_TMP/"
-  local a
-  for a in sgb-ml sgb-cv sgb-sh sgb-p; do   # "Nothing new added" (exit 1) when they exist
-    sacctmgr -i add account "$a" >/dev/null || true
-    sacctmgr -i add user "$SCALEGUARD_TEST_USER" account="$a" >/dev/null || true
-    sacctmgr -n -P show assoc where account="$a" user="$SCALEGUARD_TEST_USER" format=User | grep -qx "$SCALEGUARD_TEST_USER"
-  done
+  add_accounts sgb-ml sgb-cv sgb-sh sgb-p
   budgets_text > "$BUD_TMP/budgets.ini"
   write_policy
   export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf

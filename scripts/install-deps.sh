@@ -23,6 +23,9 @@ packages=(
   # data and tools used by tests, demo and reports
   bats bats-assert bats-support fortunes jq procps psmisc util-linux iproute2 e2fsprogs chromium
   python3-yaml groff-base man-db
+  # TensorBoard event files read back by an independent reader (tests/runner/tfevents.py;
+  # Debian 12 has no python3-tensorboard)
+  python3-crcmod python3-protobuf
   # packaging (packaging/, tests/package): rpm spec lint and source rpm, Lmod modulefile load
   rpm rpmlint lmod
 )

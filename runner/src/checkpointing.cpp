@@ -468,6 +468,17 @@ std::string Checkpointing::resume(Trainer& t) {
     log("resumed from " + ck::step_dir_name(t.state().step) + " (restart #" + std::to_string(t.state().restarts) +
         ", written by " + std::to_string(reader.manifest().world_size) + " rank(s), now " +
         std::to_string(launch_.world) + ")");
+  // The schedule is a function of the step and its horizon: a different rate for the saved
+  // step means the options changed (e.g. --steps without --lr-decay-steps). Say so once.
+  const double now = lr_at(cfg_, t.state().step - 1);
+  if (launch_.rank == 0 && t.state().step > 0 && now != t.state().lr) {
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "note: the learning-rate schedule changed since this checkpoint: step %lld ran at lr %.6g, the "
+                  "schedule now gives %.6g (--lr-decay-steps or --lr-decay-tokens keeps it across --steps changes)",
+                  static_cast<long long>(t.state().step), t.state().lr, now);
+    log(line);
+  }
   return "";
 }
 

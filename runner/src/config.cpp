@@ -163,8 +163,29 @@ po::options_description train_options(Config& c) {
     ("memory-report", po::value(&c.memory_report)->default_value(c.memory_report)->implicit_value(true),
      "rank 0 prints the bytes of parameters, gradients and optimizer state and the peak of the tensor memory "
      "allocated during the steps (c10 CPU allocator reporting; CPU runs, best with --threads 1)");
+  po::options_description sched("Learning-rate schedule (warm-up, then a decay whose horizon may outlast --steps)");
+  sched.add_options()
+    ("lr-schedule", po::value(&c.lr_schedule)->default_value(c.lr_schedule),
+     "after --warmup: constant | linear (to lr x min-lr-ratio) | cosine (to lr x min-lr-ratio) | wsd (warm-up, "
+     "stable at lr, then a linear decay to lr x min-lr-ratio over the last lr-wsd-decay-fraction of the horizon)")
+    ("lr-decay-steps", po::value(&c.lr_decay_steps)->default_value(c.lr_decay_steps),
+     "the decay's horizon: the step where it reaches the floor (later steps stay there); keep it when a run is "
+     "extended or requeued with another --steps (0 = --steps)")
+    ("lr-decay-tokens", po::value(&c.lr_decay_tokens)->default_value(c.lr_decay_tokens),
+     "the horizon as tokens (20M, 1e9), at global-batch x seq-len tokens per step, rounded up; not with "
+     "lr-decay-steps")
+    ("lr-wsd-decay-fraction", po::value(&c.lr_wsd_decay_fraction)->default_value(c.lr_wsd_decay_fraction, "0.2"),
+     "wsd: the fraction of the horizon that decays (0, 1]");
+  po::options_description logs("Metrics for people (rank 0 writes them; beside --metrics)");
+  logs.add_options()
+    ("metrics-csv", po::value(&c.metrics_csv)->default_value(c.metrics_csv),
+     "CSV file: step,tokens,loss,lr,grad_norm,tokens_per_s,step_ms,eval_loss; a row per logged step, and per "
+     "evaluation (only step, tokens, eval_loss)")
+    ("tensorboard", po::value(&c.tensorboard)->default_value(c.tensorboard),
+     "directory for a TensorBoard event file events.out.tfevents.<time>.<host>: train/loss, train/lr, "
+     "train/grad_norm, train/tokens_per_s per logged step, eval/loss per evaluation");
   po::options_description all;
-  all.add(model).add(data).add(eval).add(optim).add(par).add(ckpt).add(run);
+  all.add(model).add(data).add(eval).add(optim).add(par).add(ckpt).add(run).add(sched).add(logs);
   return all;
 }
 
@@ -425,6 +446,19 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
           "--eval-every " + std::to_string(cfg.eval_every) + " needs --eval-data (the held-out data to evaluate on)");
   require(cfg.eval_data.empty() || cfg.eval_every > 0,
           "--eval-data needs --eval-every N: after how many optimizer steps to evaluate");
+  const std::string& ls = cfg.lr_schedule;
+  require(ls == "constant" || ls == "linear" || ls == "cosine" || ls == "wsd",
+          "lr-schedule must be constant, linear, cosine or wsd, not '" + ls + "'");
+  require(cfg.lr_decay_steps >= 0, "lr-decay-steps >= 0");
+  require(cfg.lr_decay_steps == 0 || cfg.lr_decay_tokens.empty(),
+          "give one decay horizon: --lr-decay-steps " + std::to_string(cfg.lr_decay_steps) + " or --lr-decay-tokens " +
+              cfg.lr_decay_tokens + ", not both");
+  if (!cfg.lr_decay_tokens.empty()) {
+    const auto t = scaleguard::parse_count(cfg.lr_decay_tokens);
+    require(t.ok() && t.value() >= 1 && t.value() <= 1e18,
+            "lr-decay-tokens: '" + cfg.lr_decay_tokens + "' is not a token count from 1 to 1e18 (e.g. 20M or 1e9)");
+  }
+  require(cfg.lr_wsd_decay_fraction > 0 && cfg.lr_wsd_decay_fraction <= 1, "lr-wsd-decay-fraction in (0, 1]");
   const auto eval_tokens = scaleguard::parse_count(cfg.eval_tokens);
   require(eval_tokens.ok() && eval_tokens.value() >= 1 && eval_tokens.value() <= 1e15,
           "eval-tokens: '" + cfg.eval_tokens + "' is not a token count from 1 to 1e15 (e.g. 20M or 1e8)");

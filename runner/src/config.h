@@ -52,6 +52,11 @@ struct Config {
   double lr = 1e-3;
   double min_lr_ratio = 0.1;       // cosine decays to lr * this
   int64_t warmup = 10;             // linear warm-up steps
+  // learning-rate schedule (lr_schedule.h): its horizon independent of --steps when given
+  std::string lr_schedule = "cosine";  // constant | linear | cosine | wsd
+  int64_t lr_decay_steps = 0;      // the decay ends here; 0 = steps (or lr_decay_tokens)
+  std::string lr_decay_tokens;     // the same horizon as a token count (20M, 1e9); empty = not given
+  double lr_wsd_decay_fraction = 0.2;  // wsd: the last fraction of the horizon decays
   double weight_decay = 0.1;       // applied to matrices and embeddings only
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -85,6 +90,8 @@ struct Config {
   // output
   int64_t log_every = 10;
   std::string metrics;             // JSON lines, rank 0
+  std::string metrics_csv;         // CSV, rank 0: one row per logged step or evaluation
+  std::string tensorboard;         // directory for rank 0's TensorBoard event file
   bool quiet = false;              // no progress line
   bool verbose = false;            // start-up: every rank's line, the effective configuration, setup details
   std::string init_from;           // safetensors file or directory: initial weights (a checkpoint in ckpt_dir wins)

@@ -17,14 +17,6 @@ at::Tensor piece_of(const at::Tensor& shard_tensor, const ShardPiece& pc) {
 
 }  // namespace
 
-double lr_at(const Config& cfg, int64_t step) {
-  if (step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / static_cast<double>(cfg.warmup);
-  int64_t decay_steps = cfg.steps - cfg.warmup;
-  double progress = decay_steps <= 1 ? 1.0 : static_cast<double>(step - cfg.warmup) / static_cast<double>(decay_steps - 1);
-  double min_lr = cfg.lr * cfg.min_lr_ratio;
-  return min_lr + 0.5 * (cfg.lr - min_lr) * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
-}
-
 double clip_grad_norm(FlatLayout& layout, double max_norm, const std::vector<Communicator*>& sum_over) {
   // Per parameter (piece), not per bucket: the norm (and so the clipped gradients) must
   // not depend on how parameters are grouped into buckets. Everything stays on the

@@ -1,5 +1,5 @@
-// AdamW on flat buckets (or, under ZeRO-1, on this rank's shard of each bucket), the
-// learning-rate schedule and global-norm clipping.
+// AdamW on flat buckets (or, under ZeRO-1, on this rank's shard of each bucket) and
+// global-norm clipping (the learning-rate schedule: lr_schedule.h).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -10,12 +10,9 @@
 #include "comm.h"
 #include "config.h"
 #include "data_parallel.h"
+#include "lr_schedule.h"
 
 namespace scaleguard::run {
-
-// Linear warm-up over `warmup` steps to `lr`, then cosine decay to lr * min_lr_ratio at
-// the last step.
-double lr_at(const Config& cfg, int64_t step);
 
 // Scales the gradients so their global L2 norm is at most max_norm (when > 0); returns
 // the norm before clipping. Sums each parameter's squared norm where FlatParam::in_norm

@@ -171,6 +171,14 @@ Trainer::Trainer(const Config& cfg, const Launch& launch, ProcessGrid& grid, Tok
     metrics_ = std::fopen(cfg.metrics.c_str(), "w");
     if (!metrics_) throw RunError("cannot write metrics file '" + cfg.metrics + "': " + std::strerror(errno));
   }
+  if (launch_.rank == 0 && !cfg.metrics_csv.empty()) {
+    // One row per logged step (eval_loss empty) or evaluation (only step, tokens, eval_loss).
+    csv_ = std::fopen(cfg.metrics_csv.c_str(), "w");
+    if (!csv_) throw RunError("cannot write metrics file '" + cfg.metrics_csv + "': " + std::strerror(errno));
+    std::fprintf(csv_, "step,tokens,loss,lr,grad_norm,tokens_per_s,step_ms,eval_loss\n");
+    std::fflush(csv_);
+  }
+  if (launch_.rank == 0 && !cfg.tensorboard.empty()) tb_ = std::make_unique<EventWriter>(cfg.tensorboard);
   if (!cfg.sample_log.empty()) {
     std::string path = cfg.sample_log + ".rank" + std::to_string(launch_.rank);
     sample_log_ = std::fopen(path.c_str(), "w");
@@ -257,6 +265,11 @@ double Trainer::evaluate() {
                    static_cast<long long>(state_.step), loss, tokens, seconds * 1e3);
       std::fflush(metrics_);
     }
+    if (csv_) {
+      std::fprintf(csv_, "%lld,%lld,,,,,,%.6f\n", static_cast<long long>(state_.step), tokens_done(), loss);
+      std::fflush(csv_);
+    }
+    if (tb_) tb_->scalars(state_.step, {{"eval/loss", loss}});
     if (!cfg_.quiet)
       std::fprintf(stderr, "eval %lld/%lld  loss %.4f  %lld tokens  %.2f s\n", static_cast<long long>(state_.step),
                    static_cast<long long>(cfg_.steps), loss, tokens, seconds);
@@ -267,6 +280,7 @@ double Trainer::evaluate() {
 Trainer::~Trainer() {
   set_step_timer(nullptr);
   if (metrics_) std::fclose(metrics_);
+  if (csv_) std::fclose(csv_);
   if (sample_log_) std::fclose(sample_log_);
 }
 
@@ -464,6 +478,14 @@ void Trainer::log_step(double loss, double lr, double step_s, double comm_s, dou
                  static_cast<long long>(pp_send_bytes_));
     std::fflush(metrics_);
   }
+  if (csv_) {
+    std::fprintf(csv_, "%lld,%lld,%.6f,%.17g,%.6f,%.1f,%.3f,\n", static_cast<long long>(state_.step), tokens_done(),
+                 loss, lr, grad_norm, tok_s, step_s * 1e3);
+    std::fflush(csv_);
+  }
+  if (tb_)
+    tb_->scalars(state_.step, {{"train/loss", loss}, {"train/lr", lr}, {"train/grad_norm", grad_norm},
+                               {"train/tokens_per_s", tok_s}});
   if (!cfg_.quiet) {
     double elapsed = now_s() - run_start_s_;
     double per_step = elapsed / static_cast<double>(state_.step - first_step_);

@@ -19,6 +19,7 @@
 #include "optim.h"
 #include "pipeline.h"
 #include "step_timer.h"
+#include "tensorboard.h"
 #include "tokens.h"
 
 namespace scaleguard::run {
@@ -33,7 +34,7 @@ struct TrainState {
   int64_t step = 0;           // optimizer steps completed
   int64_t epoch = 0;          // epoch of the next sample in the stream
   uint64_t position = 0;      // sampler position: samples consumed = step * global_batch
-  double lr = 0;              // learning rate of the last step (the schedule is lr_at(cfg, step))
+  double lr = 0;              // learning rate of the last step (the schedule: lr_at(cfg, step), lr_schedule.h)
   uint32_t restarts = 0;      // how often this run was resumed (set by the checkpoint loader)
 };
 
@@ -96,6 +97,8 @@ class Trainer {
   // pipeline_s: the pipeline phase (slowest stage); bubble_s: a stage's mean idle time in it.
   void log_step(double loss, double lr, double step_s, double comm_s, double grad_norm, double pipeline_s,
                 double bubble_s);
+  // Tokens trained on so far: step x global-batch x seq-len.
+  long long tokens_done() const { return static_cast<long long>(state_.step * cfg_.global_batch * cfg_.seq_len); }
   // The whole model's parameters by name (gathered over the pp group when pp > 1).
   std::vector<std::pair<std::string, at::Tensor>> all_parameters() const;
   // Sums the tied embedding's gradient between the first and last stage (timed as comm).
@@ -127,6 +130,8 @@ class Trainer {
   double run_start_s_ = 0;
   int64_t first_step_ = 0;
   FILE* metrics_ = nullptr;
+  FILE* csv_ = nullptr;                  // --metrics-csv (rank 0)
+  std::unique_ptr<EventWriter> tb_;      // --tensorboard (rank 0)
   FILE* sample_log_ = nullptr;
 };
 

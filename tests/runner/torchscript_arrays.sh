@@ -82,7 +82,7 @@ expect_same_run ref.jsonl c.jsonl
 echo "PASS resumed at step 6 bit-exactly (2 ranks, and dp=2 -> 1 rank): $(final_field b.jsonl params_checksum)"
 
 # Float y: mean squared error.
-"$run" train --model-file reg.pt --data reg --steps 30 --global-batch 8 --lr 1e-2 --warmup 0 --seed 3 --threads 1 \
+"$run" train --verbose --model-file reg.pt --data reg --steps 30 --global-batch 8 --lr 1e-2 --warmup 0 --seed 3 --threads 1 \
   --log-every 1 --quiet --metrics reg.jsonl 2> reg.log || { cat reg.log; fail "regression failed"; }
 grep -q "x float64 (40, 64) -> float32, y float32 (40, 2) -> float32" reg.log || { cat reg.log; fail "npy float64 not described"; }
 /usr/bin/python3 - reg.jsonl <<'PY' || fail "the MSE loss did not fall"

@@ -85,9 +85,12 @@ Setup& setup() {
     s.ledger->snapshot_ms = s.ledger->snapshot * 1000;
     s.ledger->written = s.ledger->snapshot;
     std::vector<bg::QueuedJob> queue;
-    for (int j = 0; j < kPending; ++j)
-      queue.push_back({std::to_string(j), "acct" + std::to_string(j % 500), "user" + std::to_string(j % 400), "gpu-od",
-                       false, 2});
+    for (int j = 0; j < kPending; ++j) {
+      bg::QueuedJob q;
+      q.job_id = std::to_string(j), q.account = "acct" + std::to_string(j % 500), q.user = "user" + std::to_string(j % 400);
+      q.partition = "gpu-od", q.gpu_hours = q.whole_gpu_hours = 2, q.record = "sg-bench-" + q.job_id;
+      queue.push_back(std::move(q));
+    }
     bg::count_budgets(*s.budgets, *s.policy, {}, queue, s.ledger->snapshot, s.ledger.get());
     // bench/slurm submits as root: its jobs count against acct0's budgets.
     s.ledger->default_account["root"] = "acct0";

@@ -49,6 +49,12 @@ foreach(plugin scaleguard_spank job_submit_scaleguard)
     install(TARGETS ${plugin} LIBRARY DESTINATION "${SCALEGUARD_SLURM_PLUGIN_DIR}" COMPONENT slurm_plugins)
   endif()
 endforeach()
+# prep/scaleguard (every new run of a job checked against its budgets) is job_submit_scaleguard.so
+# under the name slurmctld looks for (PrEpPlugins=script,scaleguard).
+if(TARGET job_submit_scaleguard)
+  install(CODE "file(CREATE_LINK job_submit_scaleguard.so \"\$ENV{DESTDIR}${SCALEGUARD_SLURM_PLUGIN_DIR}/prep_scaleguard.so\" SYMBOLIC)"
+          COMPONENT slurm_plugins)
+endif()
 
 set(scaleguard_datadir ${CMAKE_INSTALL_DATADIR}/scaleguard)
 install(FILES configs/policy.ini configs/catalog.ini DESTINATION ${scaleguard_datadir} COMPONENT cli)

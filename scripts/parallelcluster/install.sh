@@ -437,7 +437,7 @@ check_configs() {
 # (a dry run before the build, or a compute node without the job_submit plugin, has fewer).
 check_plugins() {
   local p why
-  for p in "$plugin_dir" "$plugin_dir/scaleguard.so" "$plugin_dir/job_submit_scaleguard.so"; do
+  for p in "$plugin_dir" "$plugin_dir/scaleguard.so" "$plugin_dir/job_submit_scaleguard.so" "$plugin_dir/prep_scaleguard.so"; do
     [ -e "$root$p" ] || [ -L "$root$p" ] || continue
     why=$(trusted_path "$root$p") ||
       die "$p: slurmd and slurmctld would load plugins from it as root, but $why; plugstack.conf and slurm.conf not written"
@@ -479,6 +479,11 @@ EOF
   local conf
   conf=$(ensure_list_item "$slurm_conf" JobSubmitPlugins scaleguard ,)
   conf=$(ensure_list_item <(printf '%s\n' "$conf") PrologFlags Alloc ,)
+  # prep/scaleguard: every new run of a job (requeues) checked against its budgets. Slurm's
+  # default PrEpPlugins is `script` (Prolog/Epilog/PrologSlurmctld): kept in the list.
+  local prep
+  prep=$(conf_value PrEpPlugins < <(printf '%s\n' "$conf"))
+  conf=$(ensure_list_item <(printf '%s\n' "$conf") PrEpPlugins "${prep:+scaleguard}${prep:-script,scaleguard}" ,)
   if grep -Eiq '^[[:space:]]*PluginDir[[:space:]]*=' "$slurm_conf"; then
     conf=$(ensure_list_item <(printf '%s\n' "$conf") PluginDir "$plugin_dir" :)
   fi
@@ -525,9 +530,10 @@ has_item() {  # LIST SEPARATOR ITEM: ITEM is in LIST (case-insensitive)
 # config's Scheduling/SlurmSettings/CustomSlurmSettings (pcluster/custom_slurm_settings_include_file_slurm.conf).
 # Check them; when one is missing say what to add, and fail.
 check_slurm_conf() {
-  local lines jsp pf pd missing=() want_jsp want_pf
+  local lines jsp pf pd pp missing=() want_jsp want_pf
   lines=$(conf_lines "$slurm_conf" 0)
   jsp=$(conf_value JobSubmitPlugins <<< "$lines")
+  pp=$(conf_value PrEpPlugins <<< "$lines")
   pf=$(conf_value PrologFlags <<< "$lines")
   pd=$(conf_value PluginDir <<< "$lines")
   if has_item "$jsp" , scaleguard || has_item "$jsp" , job_submit/scaleguard; then :; else
@@ -537,6 +543,9 @@ check_slurm_conf() {
   if ! has_item "$pf" , alloc; then
     want_pf=${pf:+$pf,}Alloc
     missing+=("PrologFlags: $want_pf")
+  fi
+  if ! has_item "$pp" , scaleguard && ! has_item "$pp" , prep/scaleguard; then
+    missing+=("PrEpPlugins: ${pp:-script},scaleguard")
   fi
   if [ -n "$pd" ] && ! has_item "$pd" : "$plugin_dir"; then
     missing+=("PluginDir: $pd:$plugin_dir")

@@ -78,6 +78,7 @@ grep -q "Slurm $slurm_release" <<<"$description" || fail "Description does not n
 # Exactly the plugins (and their note) in the plugin package.
 extra=$(dpkg-deb -c "$plugins_deb" | awk '{print $6}' | grep -v '/$' |
   grep -v -e "^\.$system_plugins/scaleguard\.so$" -e "^\.$system_plugins/job_submit_scaleguard\.so$" \
+          -e "^\.$system_plugins/prep_scaleguard\.so$" \
           -e '^\./usr/share/doc/scaleguard-slurm-plugins/' || true)
 [ -z "$extra" ] || fail "unexpected files in scaleguard-slurm-plugins: $extra"
 
@@ -94,7 +95,7 @@ want=(/usr/bin/scaleguard
   /usr/share/scaleguard/examples/gpt-small.ini
   /usr/share/man/man1/scaleguard.1 /usr/share/man/man5/scaleguard-policy.5
   /usr/share/doc/scaleguard/admin-guide.md
-  "$system_plugins/scaleguard.so" "$system_plugins/job_submit_scaleguard.so"
+  "$system_plugins/scaleguard.so" "$system_plugins/job_submit_scaleguard.so" "$system_plugins/prep_scaleguard.so"
   /usr/share/doc/scaleguard-slurm-plugins/slurm-release)
 [ -n "$run_deb" ] && want+=(/usr/bin/scaleguard-run /usr/share/man/man1/scaleguard-run.1
   /usr/share/modulefiles/scaleguard/$version.lua)

@@ -46,6 +46,7 @@ teardown() { if [ -n "$T" ]; then rm -rf "$T"; fi; }
   assert_output --partial "CustomSlurmSettings:"
   assert_output --partial "- JobSubmitPlugins: lua,scaleguard"
   assert_output --partial "- PrologFlags: Alloc"
+  assert_output --partial "- PrEpPlugins: script,scaleguard"
   [ "$(pc_managed_sums)" = "$before" ] || fail "install.sh changed ParallelCluster's files"
   # The rest is installed, so adding the settings and re-running finishes the job.
   [ -f "$PC_PLUGINS/scaleguard.so" ] && [ -f "$PC_ETC/plugstack.conf.d/scaleguard.conf" ]

@@ -124,3 +124,15 @@ user_sbatch() { as_user "$BUD_TMP" sbatch -J sg-ch -H "$@" 2>&1; }
   assert_success
   scancel --name=sg-ch
 }
+
+@test "the sync refuses a ledger directory others may write (a user could block or delete the ledger)" {
+  local open_dir
+  open_dir=$(mktemp -d /tmp/sg-ledger.XXXXXX)
+  chmod 1777 "$open_dir"
+  run scaleguard budget sync --policy "$BUD_TMP/policy.ini" --ledger "$open_dir/ledger.json"
+  assert_failure
+  assert_output --partial "the ledger directory $open_dir may be written by others"
+  run ls -A "$open_dir"
+  assert_output ""   # nothing written there
+  rm -rf "$open_dir"
+}

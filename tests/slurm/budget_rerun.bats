@@ -9,11 +9,7 @@
 # cluster's slurm.conf and policy afterwards.
 
 load helpers
-
-accounting_on() {
-  scontrol show config | grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' &&
-    sacct -n -X -j 1 >/dev/null 2>&1
-}
+load budget_helpers
 
 write_policy() {
   sed -e 's/^distributed_min_gpu_hours *=.*/distributed_min_gpu_hours = off/' \
@@ -30,18 +26,6 @@ gpu_hours = 2
 period = day
 actions = 100% reject
 EOT
-}
-
-sync_ledger() {
-  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log i before
-  before=$(grep -c "budget ledger $RQ_LEDGER loaded" "$log" || true)
-  run scaleguard budget sync --policy "$RQ_TMP/policy.ini"
-  assert_success
-  for ((i = 0; i < 50; i++)); do
-    [ "$(grep -c "budget ledger $RQ_LEDGER loaded" "$log" || true)" -gt "$before" ] && return 0
-    sleep 0.2
-  done
-  fail "slurmctld did not load the new ledger"
 }
 
 user_sbatch() { as_user "$RQ_TMP" sbatch "$@" 2>&1; }
@@ -63,18 +47,23 @@ setup_file() {
   accounting_on || { RQ_SKIP="the dev cluster has no accounting (scripts/dev-cluster/accounting)"; return 0; }
   resume_nodes
   export RQ_TMP=$(user_dir)
-  mkdir -m 0755 "$RQ_TMP/ledger" && chown root:root "$RQ_TMP/ledger"
-  export RQ_LEDGER=$RQ_TMP/ledger/budget-ledger.json
+  export BUD_TMP=$RQ_TMP   # budget_helpers.bash's names
+  make_ledger_dir
+  export RQ_LEDGER=$BUD_LEDGER
   cp "$SCALEGUARD_SOURCE_DIR/configs/catalog.ini" "$RQ_TMP/"
-  sacctmgr -i add account sgb-rq >/dev/null || true
-  sacctmgr -i add user "$SCALEGUARD_TEST_USER" account=sgb-rq >/dev/null || true
+  add_accounts sgb-rq
   write_policy
   export SETTINGS=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
   cp "$SETTINGS" "$RQ_TMP/settings.orig"
   cp "$SLURM_CONF" "$RQ_TMP/slurm.conf.orig"
   sed -i "s|^policy=.*|policy=$RQ_TMP/policy.ini|" "$SETTINGS"
-  # RQ_WITHOUT_PREP=1: today's main (no per-run check), to see the test fail.
-  [ -n "${RQ_WITHOUT_PREP:-}" ] || echo "PrEpPlugins=script,scaleguard" >> "$SLURM_CONF"
+  # The dev cluster loads prep/scaleguard (scripts/dev-cluster/up, as install.sh configures it).
+  # RQ_WITHOUT_PREP=1: without it (main before issue 36 class 4), to see the test fail.
+  if [ -n "${RQ_WITHOUT_PREP:-}" ]; then
+    sed -i '/^PrEpPlugins=/d' "$SLURM_CONF"
+  else
+    grep -q '^PrEpPlugins=script,scaleguard$' "$SLURM_CONF" || echo "PrEpPlugins=script,scaleguard" >> "$SLURM_CONF"
+  fi
   restart_slurmctld
 }
 

@@ -25,7 +25,7 @@ echo "device=auto on a GPU node without a usable GPU backend: every rank exits 1
 grep "a GPU is visible" auto.log
 # On purpose on the CPU: trains.
 mpi 2 "${args[@]}" --device cpu 2> cpu.log || { cat cpu.log; fail "--device cpu failed on a GPU node"; }
-grep -q "device cpu" cpu.log && grep -q "done:" cpu.log || { cat cpu.log; fail "--device cpu did not train"; }
+grep -qE "ranks? on [0-9]+ nodes?, cpu," cpu.log && grep -q "done:" cpu.log || { cat cpu.log; fail "--device cpu did not train"; }
 # GPUs hidden from the job: auto means the CPU.
 CUDA_VISIBLE_DEVICES=NoDevFiles mpi 2 "${args[@]}" 2> hidden.log ||
   { cat hidden.log; fail "CUDA_VISIBLE_DEVICES=NoDevFiles: device=auto failed"; }

@@ -229,6 +229,7 @@ RunResult run_one(const Setup& s, int ranks, int nodes, int steps, double limit_
         std::to_string(s.micro_batch), std::string("--global-batch"), std::to_string(s.micro_batch * ranks),
         std::string("--steps"), std::to_string(steps), std::string("--warmup"), std::string("0"),
         std::string("--log-every"), std::string("1"), std::string("--metrics"), metrics, std::string("--quiet"),
+        std::string("--verbose"),   // every rank's "device cuda|cpu" line (ranks_device)
         std::string("--memory-report"), std::string("--device"), s.device, std::string("--threads"),
         std::to_string(s.threads)})
     argv.push_back(a);

@@ -16,7 +16,7 @@
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
 common=(train --data tokens.bin --n-layer 2 --n-embd 32 --n-head 4 --seq-len 32 --global-batch 8
-        --micro-batch 2 --warmup 0 --min-lr-ratio 1 --seed 5 --threads 1 --log-every 1 --quiet)
+        --micro-batch 2 --warmup 0 --min-lr-ratio 1 --seed 5 --threads 1 --log-every 1 --quiet --verbose)
 gpt=(--model gpt)
 [ -n "${ZERO23_MODEL_ARGS:-}" ] && read -r -a gpt <<< "$ZERO23_MODEL_ARGS"
 

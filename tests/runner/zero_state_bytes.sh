@@ -5,7 +5,7 @@
 # parallel keeps the whole state on every rank.
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-args=(train --data tokens.bin --model gpt --n-embd 32 --n-layer 1 --seq-len 32 --steps 2 --global-batch 8
+args=(train --verbose --data tokens.bin --model gpt --n-embd 32 --n-layer 1 --seq-len 32 --steps 2 --global-batch 8
       --seed 7 --threads 1 --quiet)
 state_bytes() { sed -nE 's/.*optimizer state ([0-9]+) bytes per rank.*/\1/p' "$1" | head -1; }
 "$run" "${args[@]}" --zero 1 2> dp1.log

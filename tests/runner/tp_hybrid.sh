@@ -4,7 +4,7 @@
 # (loss at every step within 1e-5; tp x dp also the final parameters).
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin
-args=(train --data tokens.bin --model gpt --n-embd 32 --n-head 4 --n-layer 2 --seq-len 32 --steps 12
+args=(train --verbose --data tokens.bin --model gpt --n-embd 32 --n-head 4 --n-layer 2 --seq-len 32 --steps 12
       --global-batch 8 --seed 7 --threads 1 --log-every 1 --quiet)
 "$run" "${args[@]}" --micro-batch 4 --metrics one.jsonl --dump-params one.bin
 same_losses() {  # NAME FILE

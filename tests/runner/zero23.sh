@@ -42,7 +42,7 @@ first = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 assert sorted(got) == list(range(first, 13)), f"{sys.argv[2]} logged steps {sorted(got)}"
 diff = max(abs(ref[s] - got[s]) for s in got)
 print(f"{sys.argv[2]}: max abs loss diff vs {sys.argv[1]} over steps {first}-12: {diff:.2e}")
-sys.exit(0 if diff <= 1e-5 else 1)
+sys.exit(0 if diff <= float(__import__("os").environ.get("ZERO23_TOL", "1e-5")) else 1)
 PY
 }
 
@@ -54,7 +54,7 @@ equal_case() {  # NAME N ARGS...
     run_as "$name-z$z" "$n" "$@" --zero "$z"
     grep -q "ZeRO-$z (" "$name-z$z.log" || { cat "$name-z$z.log"; fail "$name: the run does not say it ran ZeRO-$z"; }
     close "$name-z0.jsonl" "$name-z$z.jsonl" || fail "$name: ZeRO-$z losses differ from ZeRO-0"
-    "$here/compare_params.py" "$name-z0.bin" "$name-z$z.bin" 1e-5 || fail "$name: ZeRO-$z parameters differ from ZeRO-0"
+    "$here/compare_params.py" "$name-z0.bin" "$name-z$z.bin" "${ZERO23_PARAM_TOL:-1e-5}" || fail "$name: ZeRO-$z parameters differ from ZeRO-0"
   done
   echo "PASS $name: ZeRO-2 and ZeRO-3 equal ZeRO-0"
 }
@@ -65,7 +65,12 @@ run_as dp2-z3-nooverlap 2 --zero 3 --no-overlap --bucket-mb 0
 close dp2-z0.jsonl dp2-z3-nooverlap.jsonl || fail "ZeRO-3 --no-overlap --bucket-mb 0 losses differ from ZeRO-0"
 "$here/compare_params.py" dp2-z0.bin dp2-z3-nooverlap.bin 1e-5 || fail "ZeRO-3 --no-overlap: parameters differ"
 equal_case dp4 4
-equal_case tp2dp2-bf16-full 4 --tp 2 --precision bf16 --recompute full
+# bf16: on CPUs with AMX-BF16 oneDNN's bf16 kernels round differently for ZeRO-3's gathered
+# blocks than for ZeRO-0's resident ones (1.3e-4 in the loss at 12 steps, the same with the
+# runner of 78148c9), and AdamW turns such a difference in a near-zero gradient (a bias) into
+# up to ~lr per step in that parameter (2.3e-3 at 12 steps). A wrong gradient or a missed
+# gather moves the loss by orders of magnitude more.
+ZERO23_TOL=1e-3 ZERO23_PARAM_TOL=1e-2 equal_case tp2dp2-bf16-full 4 --tp 2 --precision bf16 --recompute full
 # The llama model (grouped-query attention, Hugging Face names model.layers.N.*): one ZeRO-3
 # bucket per layer, gathered by the same block hooks as the GPT's, on dp=2 and dp=4.
 gpt=(--model llama --n-kv-head 2)

@@ -481,9 +481,9 @@ EOF
   conf=$(ensure_list_item <(printf '%s\n' "$conf") PrologFlags Alloc ,)
   # prep/scaleguard: every new run of a job (requeues) checked against its budgets. Slurm's
   # default PrEpPlugins is `script` (Prolog/Epilog/PrologSlurmctld): kept in the list.
-  local prep
-  prep=$(conf_value PrEpPlugins < <(printf '%s\n' "$conf"))
-  conf=$(ensure_list_item <(printf '%s\n' "$conf") PrEpPlugins "${prep:+scaleguard}${prep:-script,scaleguard}" ,)
+  local prep_item=script,scaleguard
+  [ -n "$(conf_value PrEpPlugins < <(printf '%s\n' "$conf"))" ] && prep_item=scaleguard
+  conf=$(ensure_list_item <(printf '%s\n' "$conf") PrEpPlugins "$prep_item" ,)
   if grep -Eiq '^[[:space:]]*PluginDir[[:space:]]*=' "$slurm_conf"; then
     conf=$(ensure_list_item <(printf '%s\n' "$conf") PluginDir "$plugin_dir" :)
   fi

@@ -65,6 +65,7 @@ snapshot() { (cd "$root" && find . -type f -print0 | sort -z | xargs -0 -r sha25
   assert_line --index 3 "include cluster_nodes.conf"
   assert_line "JobSubmitPlugins=scaleguard"
   assert_line "PrologFlags=Alloc"
+  assert_line "PrEpPlugins=script,scaleguard"   # Slurm's default `script` kept beside prep/scaleguard
   run cat "$root/etc/profile.d/scaleguard.sh"
   assert_output --partial "PATH=/opt/scaleguard/bin:"
   assert_output --partial "SCALEGUARD_POLICY=\${SCALEGUARD_POLICY:-/opt/slurm/etc/scaleguard/policy.ini}"
@@ -103,16 +104,17 @@ snapshot() { (cd "$root" && find . -type f -print0 | sort -z | xargs -0 -r sha25
   [ "$(snapshot)" = "$before" ]
 }
 
-@test "existing JobSubmitPlugins, PrologFlags, PluginDir and plugstack include are extended, once" {
+@test "existing JobSubmitPlugins, PrologFlags, PluginDir, PrEpPlugins and plugstack include are extended, once" {
   printf '%s\n' 'ClusterName=pc' 'JobSubmitPlugins=lua  # site rules' 'PrologFlags=Contain,X11' \
-    "PluginDir=/opt/slurm/lib/slurm" > "$etc/slurm.conf"
+    "PluginDir=/opt/slurm/lib/slurm" 'PrEpPlugins=script' > "$etc/slurm.conf"
   printf '%s\n' 'optional /opt/pyxis/spank_pyxis.so' 'include /opt/slurm/etc/plugstack.conf.d/*' > "$etc/plugstack.conf"
   head_install
   run cat "$etc/slurm.conf"
   assert_output "ClusterName=pc
 JobSubmitPlugins=lua,scaleguard
 PrologFlags=Contain,X11,Alloc
-PluginDir=/opt/slurm/lib/slurm:$plugin_dir"
+PluginDir=/opt/slurm/lib/slurm:$plugin_dir
+PrEpPlugins=script,scaleguard"
   run cat "$etc/plugstack.conf"
   assert_output "optional /opt/pyxis/spank_pyxis.so
 include /opt/slurm/etc/plugstack.conf.d/*"

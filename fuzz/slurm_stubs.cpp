@@ -106,6 +106,18 @@ void slurm_debug(const char* format, ...) {
   va_end(args);
 }
 
+// prep/scaleguard's calls back into slurmctld (prep.cpp): a fuzz process has no controller,
+// so each fails the way an unreachable one would; the plugin then logs and lets the run start.
+void slurm_init_job_desc_msg(job_desc_msg_t* job_desc_msg) { memset(job_desc_msg, 0, sizeof *job_desc_msg); }
+int slurm_load_job(job_info_msg_t** resp, uint32_t, uint16_t) {
+  *resp = nullptr;
+  return SLURM_ERROR;
+}
+void slurm_free_job_info_msg(job_info_msg_t*) {}
+int slurm_update_job(job_desc_msg_t*) { return SLURM_ERROR; }
+int slurm_requeue(uint32_t, uint32_t) { return SLURM_ERROR; }
+char* slurm_strerror(int) { return const_cast<char*>("no slurmctld in a fuzz process"); }
+
 }  // extern "C"
 
 namespace sg_fuzz {

@@ -290,7 +290,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
       std::string detail = final_gpus == gpus && new_time.value_or(limit) == limit && one <= gpus * hours
                                ? text::format("%d GPUs x %s h = %s GPU-hours", gpus, text::num(hours).c_str(),
                                               text::num(gpus * hours, 0).c_str()) + how
-                           : one > final_gpus * new_time.value_or(limit) / 60.0
+                           : one > static_cast<double>(final_gpus) * new_time.value_or(limit) / 60.0
                                ? "the plan predicts " + text::num(one, 0) + " GPU-hours"
                                : text::num(one, 0) + " GPU-hours";
       if (job.het_component > 0)

@@ -14,6 +14,9 @@
 
 load helpers
 load budget_helpers
+# At file level: bats 1.8 arms the test's timeout before the body runs (an assignment inside
+# the test is ignored and helpers.bash's 240 s would apply). 300 steps take 2-4 minutes.
+BATS_TEST_TIMEOUT=$((300 + ${SCALEGUARD_BUDGET_PROPERTY_STEPS:-300} * 3))
 
 setup_file() {
   cluster_env
@@ -70,7 +73,6 @@ setup() {
 
 @test "no generated sequence of submissions, updates, syncs, runs, requeues and cancels puts an account over its budget" {
   local steps=${SCALEGUARD_BUDGET_PROPERTY_STEPS:-300}
-  BATS_TEST_TIMEOUT=$((300 + steps * 3))
   local log=$SCALEGUARD_DEV_DIR/log/budget-property.log
   run python3 "$BATS_TEST_DIRNAME/property/budget_property.py" --steps "$steps" \
     --policy "$BUD_TMP/policy.ini" --ledger "$BUD_LEDGER" \

@@ -88,7 +88,9 @@ void write_atomically(const std::string& path, const std::string& text) {
 
 Command slurm_command(std::vector<std::string> args) {
   Command c{std::move(args)};
-  c.env = {"TZ=UTC"};   // sacct and squeue print times in UTC: the same clock as the budgets
+  // sacct and squeue print times in UTC (the budgets' clock) and in the format the readers
+  // parse, whatever root's environment says (SLURM_TIME_FORMAT=%s made every budget unusable).
+  c.env = {"TZ=UTC", "SLURM_TIME_FORMAT=standard"};
   return c;
 }
 

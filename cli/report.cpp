@@ -290,6 +290,7 @@ int run(int argc, char** argv) {
       // No -X: the steps' exit codes show which interrupted runs saved a checkpoint first;
       // their time is counted once, on the allocation line.
       Command sacct{sacct_runs_arguments(rp::format_time(options.since), rp::format_time(options.until), true)};
+      sacct.env = {"SLURM_TIME_FORMAT=standard"};   // the format parse_sacct reads, whatever the caller's environment
       sacct.max_bytes = kMaxSacctBytes;
       sacct.missing_hint = ", or save `sacct --parsable2 --format=" + std::string(rp::kSacctFormat) +
                            "` output elsewhere and pass --sacct-file";

@@ -136,3 +136,10 @@ user_sbatch() { as_user "$BUD_TMP" sbatch -J sg-ch -H "$@" 2>&1; }
   assert_output ""   # nothing written there
   rm -rf "$open_dir"
 }
+
+@test "the sync reads sacct and squeue in their standard time format whatever root's SLURM_TIME_FORMAT says" {
+  # With SLURM_TIME_FORMAT=%s leaking into the sync, every budget became unusable (refusing all).
+  SLURM_TIME_FORMAT=%s sync_ledger
+  run jq -r '[.budgets[] | select(has("unusable"))] | length' "$BUD_LEDGER"
+  assert_output 0
+}

@@ -11,6 +11,9 @@
 # The whole output is kept in $SCALEGUARD_DEV_DIR/log/envelope-property.log.
 
 load helpers
+# At file level: bats 1.8 arms a test's timeout before its body runs (an assignment inside the
+# test is ignored and helpers.bash's 240 s applies).
+BATS_TEST_TIMEOUT=800
 source "$BATS_TEST_DIRNAME/property/policy.bash"
 
 setup_file() {
@@ -32,7 +35,6 @@ teardown_file() {
 }
 
 @test "every generated shape is refused or granted <= 150 GPU-hours (100 in gpu-spot); slurmctld stays alive" {
-  BATS_TEST_TIMEOUT=800
   # The shapes this file promises: a missing reservation or spot cap would quietly test less.
   [[ $PROP_ARGS == *"--partition-cap gpu-spot="* && $PROP_ARGS == *"--reservation sgprop"* ]] ||
     fail "the property would run without the spot cap or the reservation: '$PROP_ARGS' (see setup_file's stderr)"

@@ -59,7 +59,14 @@ EOT
 
 teardown_file() {
   [ -n "${BUD_TMP:-}" ] || return 0
-  scancel --quiet --user="$SCALEGUARD_TEST_USER" --account=sgb-pp-a,sgb-pp-b 2>/dev/null || true
+  # Until none is left (bounded): a job caught between its requeue and pending again escapes
+  # one scancel and would start later, holding both nodes for the next file's tests.
+  local i
+  for ((i = 0; i < 60; i++)); do
+    scancel --quiet --user="$SCALEGUARD_TEST_USER" --account=sgb-pp-a,sgb-pp-b 2>/dev/null || true
+    [ -z "$(squeue -h --user="$SCALEGUARD_TEST_USER" --account=sgb-pp-a,sgb-pp-b -o %i 2>/dev/null)" ] && break
+    sleep 0.5
+  done
   cp "$BUD_TMP/slurm.conf.orig" "$SLURM_CONF"
   restore_settings
   resume_nodes

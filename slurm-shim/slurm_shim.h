@@ -19,6 +19,10 @@
 //    plugin's one use (spank/node_addr.cpp) holds it in `auto*`, which fits both.
 //  - SPANK: 23.11 adds spank_prepend_task_argv, 25.05 slurm_spank_init_failure_mode; nothing
 //    the plugin uses changed, so nothing here.
+//  - PrEp plugins: 22.05 and 23.11 load them in slurmctld and slurmd; 24.05+ in slurmstepd
+//    too (prep_g_init in slurmstepd.c, after setproctitle has overwritten argv[0], so
+//    program_invocation_short_name no longer names the program), where an init() that fails
+//    is fatal and every job's launch fails. program_name() below asks the kernel instead.
 //
 // job_record_t is private to slurmctld; job_modify() receives one, and the plugin needs one
 // field of it: AdminComment, where job_submit kept what it judged. Its position is read from
@@ -26,9 +30,13 @@
 // magic cookie is checked before the field is touched, so a release whose layout differs
 // makes the plugin refuse to read (and fail closed), never read garbage.
 #pragma once
+#include <errno.h>    // program_invocation_short_name
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 extern "C" {
 #include <slurm/slurm.h>
@@ -211,6 +219,25 @@ inline const char* partition_alternate(const void* part_record) {
   const char* alternate = nullptr;
   std::memcpy(&alternate, static_cast<const char*>(part_record) + kPartAlternateOffset, sizeof alternate);
   return alternate ? alternate : "";
+}
+
+// --- which program loaded the plugin ------------------------------------------------------
+// "slurmctld", "slurmd", "slurmstepd", ...: the kernel's name of the process (/proc/self/comm:
+// the file name it was started as, as execve saw it, at most 15 bytes; Debian's /usr/sbin/slurmd
+// is a link to slurmd-wlm and still says slurmd), which setproctitle does not change (24.05+
+// slurmstepd loads PrEp plugins after renaming itself, above; the main thread is never
+// renamed); program_invocation_short_name only where /proc cannot say.
+inline std::string program_name() {
+  if (FILE* f = std::fopen("/proc/self/comm", "re")) {
+    char name[64] = {};
+    const bool ok = std::fgets(name, sizeof name, f) != nullptr;
+    std::fclose(f);
+    if (ok) {
+      name[std::strcspn(name, "\n")] = '\0';
+      if (name[0]) return name;
+    }
+  }
+  return program_invocation_short_name;
 }
 
 }  // namespace sg_shim

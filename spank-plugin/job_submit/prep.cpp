@@ -63,11 +63,13 @@ constexpr std::size_t kScanBytes = 768;   // job_id sits well inside every relea
 std::mutex g_init_mutex;
 int g_loads = 0;   // successful init()s in this process (job_submit and prep)
 
+// The program's name from the kernel (sg_shim::program_name): 24.05+ slurmstepd loads
+// prep/scaleguard after renaming its process title, and a failed init() there fails the launch.
 bool in_slurmd() {
-  return std::strcmp(program_invocation_short_name, "slurmd") == 0 ||
-         std::strcmp(program_invocation_short_name, "slurmstepd") == 0;
+  const std::string name = sg_shim::program_name();
+  return name == "slurmd" || name == "slurmstepd";
 }
-bool in_slurmctld() { return std::strcmp(program_invocation_short_name, "slurmctld") == 0; }
+bool in_slurmctld() { return sg_shim::program_name() == "slurmctld"; }
 
 struct Checker {
   std::mutex mutex;

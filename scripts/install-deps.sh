@@ -14,6 +14,9 @@ packages=(
   # Slurm 22.05 (plugins, dev cluster, accounting)
   slurm-wlm slurmctld slurmd slurmdbd slurm-client libslurm-dev slurm-wlm-basic-plugins
   munge libmunge-dev mariadb-server lua5.3
+  # Slurm releases built from source (scripts/slurm-release): mysql_config and libmariadb for
+  # slurmdbd's accounting_storage/mysql
+  libmariadb-dev libmariadb-dev-compat
   # MPI (srun --mpi=pmix dlopens the unversioned libpmix.so from libpmix-dev)
   openmpi-bin libopenmpi-dev libpmix-dev
   # LibTorch (CPU) with the fast BLAS; python3-torch is the DDP baseline in bench/

@@ -149,8 +149,11 @@ setup() {
   local job; job=$(parsed_job_id)
   [ "$(wait_state "$job" RUNNING)" = RUNNING ] || fail "job $job did not start"
   sync_ledger   # counts the running job: committed 1.33 of 2
-  run user_sbatch -J sg-rq -A sgb-rq -H --parsable --gpus=4 --time=10 -o /dev/null --wrap true
-  assert_success   # 2 of 2
+  # 4 GPUs x 9 min (0.6 GPU-hours): 1.93 of 2, the rest (30 s of 8 GPUs) for what the previous
+  # test's three runs of its job used (sacct's whole seconds: 0 s each seen on 22.05, 1 s for two
+  # of them on 25.11.7), which made "exactly full" refuse this filler there.
+  run user_sbatch -J sg-rq -A sgb-rq -H --parsable --gpus=4 --time=9 -o /dev/null --wrap true
+  assert_success
   local filler; filler=$(parsed_job_id)
   run as_user "$RQ_TMP" scontrol requeue "$job"
   assert_success

@@ -9,8 +9,9 @@
 # built in PLUGIN_BUILD_DIR (default WORK_DIR/plugins-build; ctest passes the compile check's,
 # so they are not built twice).
 # Exit 77 (ctest SKIP) when the release's tarball is absent: slurm-release says why.
-# Accounting is off (the release is built without MySQL): accounting.bats and budget.bats skip,
-# and say so.
+# Accounting is on: the release's own slurmdbd (built with accounting_storage/mysql by
+# slurm-release) over a fresh MariaDB, as on 22.05, so accounting.bats and the budget suites run
+# (SCALEGUARD_LIVE_ACCOUNTING=0: without; they skip and say so).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
@@ -28,6 +29,9 @@ sos=$("$release" plugins "$version" "$plugin_build") || exit $?
 rm -rf "$work/plugins"; mkdir -p "$work/plugins"
 # shellcheck disable=SC2086
 ln -s $sos "$work/plugins/"
+# prep/scaleguard (budget_rerun.bats: PrEpPlugins=script,scaleguard) is job_submit_scaleguard.so
+# under the name slurmctld looks for, as in the build tree.
+ln -s job_submit_scaleguard.so "$work/plugins/prep_scaleguard.so"
 [ -f "$work/plugins/job_submit_scaleguard.so" ] && [ -f "$work/plugins/scaleguard.so" ] ||
   { say "plugins missing in $work/plugins"; exit 1; }
 
@@ -36,7 +40,7 @@ export SCALEGUARD_PLUGIN_DIR=$work/plugins
 export SCALEGUARD_DEV_DIR=$work/dev-cluster
 export SCALEGUARD_BUILD_DIR=$build
 export SCALEGUARD_SOURCE_DIR=$source_dir
-export SCALEGUARD_ACCOUNTING=0
+export SCALEGUARD_ACCOUNTING=${SCALEGUARD_LIVE_ACCOUNTING:-1}
 # The envelope property test draws random shapes; on 22.05 (tests/slurm) a new seed every run.
 # Here one seed checked on 23.11 and 25.11 (300 shapes, 0 violations), so a gap in the test's
 # own oracle on a release (one was found: tests/slurm_release/README.md) does not turn a run red

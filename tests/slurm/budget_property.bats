@@ -67,6 +67,7 @@ teardown_file() {
     [ -z "$(squeue -h --user="$SCALEGUARD_TEST_USER" --account=sgb-pp-a,sgb-pp-b -o %i 2>/dev/null)" ] && break
     sleep 0.5
   done
+  wait_no_running_jobs
   cp "$BUD_TMP/slurm.conf.orig" "$SLURM_CONF"
   restore_settings
   resume_nodes

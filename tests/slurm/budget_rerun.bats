@@ -70,6 +70,7 @@ setup_file() {
 teardown_file() {
   [ -n "${RQ_TMP:-}" ] || return 0
   scancel --quiet --name=sg-rq 2>/dev/null || true
+  wait_no_running_jobs
   cp "$RQ_TMP/settings.orig" "$SETTINGS"
   cp "$RQ_TMP/slurm.conf.orig" "$SLURM_CONF"
   restart_slurmctld

@@ -181,6 +181,17 @@ parsed_job_id() {
 # Returns drained or down nodes to service (a job whose launch fails on a node, e.g. a
 # required SPANK plugin refusing in the remote context, makes slurmctld drain that node).
 # Call it in teardown_file after tests that provoke such failures.
+# Waits (bounded, 60 s) until no job runs or completes: a file that cancels its jobs at its end
+# leaves the nodes idle for the next file (cluster.bats expects idle nodes).
+wait_no_running_jobs() {
+  local i
+  for ((i = 0; i < 120; i++)); do
+    [ -z "$(squeue -h -t running,completing,configuring -o %i 2>/dev/null)" ] && return 0
+    sleep 0.5
+  done
+  echo "# jobs still running after 60 s: $(squeue -h -t running,completing -o '%i %j %T' | tr '\n' ' ')" >&3
+}
+
 resume_nodes() {
   local n
   wait_nodes_registered || true

@@ -79,7 +79,9 @@ struct Keeper {
   std::string state_logged = "(none)";
   explicit Keeper(std::int64_t started) : gate(started) {}
 };
-std::unique_ptr<Keeper> g_keeper;
+// Deleted only by stop_budgets() (fini). slurmctld exits without fini(): a static owner would
+// destroy a joinable std::thread at exit (std::terminate: a core dump at every shutdown).
+Keeper* g_keeper = nullptr;
 std::atomic<long long> g_last_unchecked_log{0};
 
 // One pass of the ledger thread: budgets of a changed policy, a changed ledger file, and a
@@ -236,14 +238,15 @@ scaleguard::Result<bool> start_budgets(PolicyHolder* policies) {
   auto budgets = bg::load_budgets(policy->path, *policy);
   if (!budgets) return budgets.error();
   // The thread runs without budgets too: a reloaded policy may add some.
-  g_keeper = std::make_unique<Keeper>(static_cast<std::int64_t>(time(nullptr)));
-  g_keeper->policies = policies;
-  refresh(*g_keeper, true);
+  auto keeper = std::make_unique<Keeper>(static_cast<std::int64_t>(time(nullptr)));
+  keeper->policies = policies;
+  refresh(*keeper, true);
   if (!(*budgets)->list.empty())
     slurm_info("job_submit/scaleguard: %zu budget(s), ledger %s (stale after %lld s, on_stale_ledger = %s)",
                (*budgets)->list.size(), (*budgets)->settings.ledger.c_str(),
                static_cast<long long>((*budgets)->settings.max_age_s), (*budgets)->settings.fail_open ? "open" : "closed");
-  g_keeper->thread = std::thread(thread_main, g_keeper.get());
+  keeper->thread = std::thread(thread_main, keeper.get());
+  g_keeper = keeper.release();
   return true;
 }
 
@@ -255,7 +258,8 @@ void stop_budgets() {
   }
   g_keeper->wake.notify_all();
   if (g_keeper->thread.joinable()) g_keeper->thread.join();
-  g_keeper.reset();
+  delete g_keeper;
+  g_keeper = nullptr;
 }
 
 void retract_budget_charge(std::uint64_t ticket) {

@@ -42,8 +42,10 @@ namespace {
 
 using scaleguard::Action;
 
-// Created in init(), destroyed in fini(); slurmctld calls neither concurrently with jobs.
-std::unique_ptr<sg_slurm::PolicyHolder> g_policy;
+// Created in init(), destroyed in fini(); slurmctld calls neither concurrently with jobs. A raw
+// pointer: slurmctld exits without fini(), and a static destructor would free the policy under
+// the budget ledger thread, which runs until the process is gone.
+sg_slurm::PolicyHolder* g_policy = nullptr;
 
 // A het job's components reach job_submit one after another, in order, in one slurmctld
 // thread (proc_req.c loops over them under one lock): the sum of the components judged so far
@@ -472,12 +474,11 @@ extern "C" int init(void) {
       slurm_error("job_submit/scaleguard: cannot load the policy: %s", loaded.error().str().c_str());
       return SLURM_ERROR;
     }
-    g_policy = std::move(holder);
-    if (auto budgets = sg_slurm::start_budgets(g_policy.get()); !budgets) {
+    if (auto budgets = sg_slurm::start_budgets(holder.get()); !budgets) {
       slurm_error("job_submit/scaleguard: cannot load the budgets: %s", budgets.error().str().c_str());
-      g_policy.reset();
       return SLURM_ERROR;
     }
+    g_policy = holder.release();
     slurm_info("job_submit/scaleguard: policy %s (settings %s)", settings->policy.c_str(),
                settings->file.c_str());
     undo.ok = true;
@@ -494,7 +495,8 @@ extern "C" int fini(void) {
     if (!sg_slurm::leave_fini()) return SLURM_SUCCESS;   // job_submit or prep/scaleguard still loaded
     sg_slurm::stop_rerun_checks();
     sg_slurm::stop_budgets();   // joins the ledger thread before the policy goes
-    g_policy.reset();
+    delete g_policy;
+    g_policy = nullptr;
   } catch (...) {
   }
   return SLURM_SUCCESS;

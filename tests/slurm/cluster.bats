@@ -41,6 +41,28 @@ setup() {
   assert_success
 }
 
+@test "slurmctld with job_submit/scaleguard and prep/scaleguard exits 0 on SIGTERM (no abort, no core)" {
+  # slurmctld exits without calling the plugins' fini(): anything the plugin's static
+  # destructors stop (a joinable std::thread) aborts it at every shutdown. A foreground
+  # slurmctld is this shell's child, so its exit status is seen.
+  local pid i rc
+  pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
+  kill -TERM "$pid"
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  slurmctld -D -f "$SLURM_CONF" >"$CLUSTER_TMP/slurmctld-fg.out" 2>&1 &
+  local fg=$!
+  for ((i = 0; i < 100; i++)); do scontrol ping 2>/dev/null | grep -q 'is UP' && break; sleep 0.1; done
+  sleep 1.5   # the budget ledger thread's first pass (1 s)
+  kill -TERM "$fg"
+  rc=0
+  wait "$fg" || rc=$?
+  restart_slurmctld
+  ((i < 100)) || fail "the foreground slurmctld did not answer: $(tail -n 5 "$CLUSTER_TMP/slurmctld-fg.out")"
+  grep -q 'job_submit/scaleguard: policy ' "$CLUSTER_TMP/slurmctld-fg.out" "$SCALEGUARD_DEV_DIR/log/slurmctld.log" ||
+    fail "the plugin was not loaded"
+  [ "$rc" -eq 0 ] || fail "slurmctld exited $rc on SIGTERM (134: aborted)"
+}
+
 @test "slurmstepd's socket paths fit in 108 bytes for any job id, whatever the checkout path" {
   # <SlurmdSpoolDir>/<node>_<job id>.<step>: a batch step is 4294967291, job ids reach 7
   # digits. Under a long state directory the batch launch failed at job 100 and held the job.

@@ -27,11 +27,13 @@ setup_file() {
 }
 
 teardown_file() {
+  local dropped=0
   scancel --quiet --user="$SCALEGUARD_TEST_USER" 2>/dev/null || true
-  prop_drop_reservation
+  prop_drop_reservation || dropped=1
   prop_restore_policy "$SETTINGS" "$POL_TMP"
   restart_slurmctld
   rm -rf "$POL_TMP"
+  return "$dropped"   # a reservation left behind would hold the nodes from every later file
 }
 
 @test "every generated shape is refused or granted <= 150 GPU-hours (100 in gpu-spot); slurmctld stays alive" {

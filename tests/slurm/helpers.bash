@@ -85,6 +85,9 @@ wait_job() {
   done
   echo "job $id still $state after ${2:-60} s" >&2
   scontrol show job "$id" >&2
+  # What holds it: other jobs, node states, reservations.
+  { echo "-- squeue"; squeue -h -t all -o '%i %u %j %T %R %b' ; echo "-- sinfo"; sinfo -N -h -o '%N %T %G %E'
+    echo "-- reservations"; scontrol show reservation; } >&2 2>/dev/null
   return 1
 }
 

@@ -791,7 +791,7 @@ def reservation_copy_now(run, name):
 
 def drop_reservation(run, name):
     """Deletes a reservation; retried while a job that ran in it is still completing."""
-    for _ in range(50):
+    for _ in range(450):   # up to 90 s: a cancelled release may take that long to complete
         rc, out, err = run(["scontrol", "delete", f"ReservationName={name}"], as_user=False)
         if rc == 0 or "reservation is invalid" in err + out:
             return

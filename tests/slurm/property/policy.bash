@@ -83,6 +83,19 @@ prop_make_reservation() {
 }
 
 prop_drop_reservation() {
-  scontrol delete ReservationName=sgprop-now >/dev/null 2>&1 || true
-  scontrol delete ReservationName=sgprop >/dev/null 2>&1 || true
+  # Slurm refuses to delete a reservation while a job that ran in it is still completing (a
+  # cancelled release can take tens of seconds): retried for up to 90 s each. A copy left
+  # behind holds both nodes for 300 days and every later file's jobs pend on "Resources".
+  local r i
+  for r in sgprop-now sgprop; do
+    for ((i = 0; i < 180; i++)); do
+      scontrol show reservation "$r" >/dev/null 2>&1 || break
+      scontrol delete ReservationName="$r" >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+    if scontrol show reservation "$r" >/dev/null 2>&1; then
+      echo "prop_drop_reservation: reservation $r is still there: $(squeue -h -R "$r" -o '%i %T' | tr '\n' ' ')" >&2
+      return 1
+    fi
+  done
 }

@@ -35,4 +35,19 @@ fi
 # Open MPI refuses root unless told; CI and the dev machines run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$build"
-ctest --output-on-failure --timeout 600 "$@"
+if [ $# -gt 0 ] || [ "${SCALEGUARD_PARALLEL_TAIL:-1}" != 1 ]; then
+  exec ctest --output-on-failure --timeout 600 "$@"
+fi
+# A whole run in two phases, to stay well under an hour on two cores. First everything but the
+# release suites and the runner's CPU-bound suites. Then both together: the release clusters
+# mostly wait on slurmctld, which leaves the cores to the runner's mpirun ranks. The release
+# suites' output follows the runner's, whole.
+rc=0
+ctest --output-on-failure --timeout 600 -LE '^(slurm_release|runner|faults|fuzz)$' || rc=1
+ctest --output-on-failure --timeout 600 -L '^slurm_release$' >slurm-release-tests.log 2>&1 &
+releases=$!
+ctest --output-on-failure --timeout 600 -L '^(runner|faults|fuzz)$' || rc=1
+wait "$releases" || rc=1
+echo "test.sh: the release suites (run beside the runner's):"
+cat slurm-release-tests.log
+exit "$rc"

@@ -146,6 +146,7 @@ void Gate::set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& p
   ledger_ = std::move(ledger);
   ledger_problem_ = ledger_ ? "" : problem;
   if (!ledger_) return;
+  tree_ledger_ = ledger_;
   const std::int64_t cutoff = ledger_->snapshot_ms;
   records_.erase(std::remove_if(records_.begin(), records_.end(), [&](const Record& r) { return r.t_ms < cutoff; }),
                  records_.end());
@@ -178,6 +179,25 @@ bool Gate::has_budgets() const {
 std::string Gate::account_of(const std::string& user, const std::string& asked) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return ledger_ ? effective_account(*ledger_, user, asked) : lower(asked);
+}
+
+Gate::View Gate::view(std::int64_t now) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  View v;
+  v.budgets = budgets_;
+  v.snapshot = ledger_ ? ledger_->snapshot : 0;
+  v.usable = problem_locked(now).empty();
+  if (!budgets_) return v;
+  for (const auto& b : budgets_->list) {
+    const LedgerEntry* e = nullptr;
+    if (ledger_)
+      if (auto it = ledger_->entries.find(b.name); it != ledger_->entries.end() && it->second.identity == b.identity_text)
+        e = &it->second;
+    const auto r = recent_.find(b.name);
+    v.standings.push_back(standing_of(b, e, now, r == recent_.end() ? 0 : r->second));
+    v.checked.push_back(v.usable && e && e->unusable.empty());
+  }
+  return v;
 }
 
 std::string Gate::ledger_problem(std::int64_t now) const {
@@ -228,6 +248,19 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
                                     " has no default account in it yet)"
                               : problem);
   }
+  // Sub-accounts: an account's budgets count its sub-accounts' jobs (the ledger's tree). An
+  // account the tree does not hold (created since the sync) could be under any account budget.
+  const AccountTree* tree = tree_ledger_ ? &tree_ledger_->account_parents : nullptr;
+  if (tree && !tree->empty() && !charge.account.empty() && !tree->count(charge.account)) {
+    bool any = false, shadow_only = true;
+    for (const auto& b : budgets.list)
+      if (!b.account.empty() && b.account != charge.account) any = true, shadow_only = shadow_only && b.shadow;
+    if (any)
+      unchecked("(account tree)", shadow_only,
+                problem.empty() ? "account " + charge.account + " is not in the ledger's account tree (created since the "
+                                  "last `scaleguard budget sync`?), so the budgets of the accounts above it are unknown"
+                                : problem);
+  }
   // An update's "before": what the budgets hold for the job now (see Charge::prior_record).
   double prior = charge.prior_gpu_hours;
   std::int64_t prior_basis_ms = 0;   // since when `prior` is held (Held::basis_ms); the record: unknown
@@ -253,7 +286,7 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       prior = l != ledger_->job_gpu_hours.end() ? l->second : charge.gpu_hours;
     }
   }
-  for (int i : budgets.applying(charge.account, charge.user)) {
+  for (int i : budgets.applying(charge.account, charge.user, tree)) {
     const Budget& b = budgets.list[i];
     // A range not yet begun judges too: a job held now can be released inside it (issue 36,
     // class 6). Only an ended range no longer counts.
@@ -261,7 +294,7 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
     if (ended || !b.counts(charge.partition)) continue;
     double a = amount(b, policy, charge.gpu_hours, charge.partition);
     if (charge.update) {
-      const auto before = budgets.applying(charge.prior_account, charge.user);
+      const auto before = budgets.applying(charge.prior_account, charge.user, tree);
       if (std::find(before.begin(), before.end(), i) != before.end() && b.counts(charge.prior_partition))
         a = std::max(0.0, a - amount(b, policy, prior, charge.prior_partition));
       if (a <= 0) continue;   // the update adds nothing here
@@ -302,7 +335,8 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       if (after > level * (1 + 1e-12) && (!hit || t.act >= hit->act)) hit = &t;
     }
     if (!hit || (hit->act == Act::move && moved)) continue;
-    const std::string head = "budget " + b.name + " (" + b.scope() + ", " + period_of(b, s.window) + ", " +
+    const std::string via = !b.account.empty() && b.account != charge.account ? ", which covers sub-account " + charge.account : "";
+    const std::string head = "budget " + b.name + " (" + b.scope() + via + ", " + period_of(b, s.window) + ", " +
                              format_amount(b.unit, s.total) + (s.total != b.limit ? " with carry-over" : "") + "): ";
     const std::string resets = b.period.cycle == Cycle::range ? "; the range ends " + format_instant(s.window.end, b.period.utc_offset_s)
                                                               : "; resets " + format_instant(s.window.end, b.period.utc_offset_s);

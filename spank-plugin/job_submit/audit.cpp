@@ -10,6 +10,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "metrics.h"
 #include "slurm_api.h"
 #include "text.h"
 #include "user_names.h"
@@ -42,6 +43,7 @@ std::string new_decision_id() {
 }
 
 void record_decision(const scaleguard::Policy& policy, const AuditEntry& e) {
+  count_decision(policy, e);   // Prometheus counters (metrics.h), when on
   const scaleguard::Decision& d = *e.decision;
   const auto& env = d.envelope;
   const double judged = env.gpu_hours() + 0.0;

@@ -16,6 +16,7 @@ struct AuditEntry {
   std::string job;        // job id when known (updates), else ""
   uint32_t uid = 0;
   std::string partition;  // as requested
+  std::string judged_partition;  // the job's partition(s) judged, when not `partition` (updates)
   int array_tasks = 1;
   const scaleguard::Decision* decision = nullptr;
   std::string changes;    // what a rewrite or bound changed

@@ -77,6 +77,7 @@ struct Keeper {
   std::shared_ptr<const bg::Budgets> budgets;
   FileStamp stamp;
   std::string state_logged = "(none)";
+  std::atomic<std::uint64_t> ledger_loads{0}, ledger_failures{0};   // for metrics
   explicit Keeper(std::int64_t started) : gate(started) {}
 };
 // Deleted only by stop_budgets() (fini). slurmctld exits without fini(): a static owner would
@@ -124,6 +125,7 @@ void refresh(Keeper& k, bool first) {
       }
     }
     if (!why.empty()) k.gate.set_ledger(nullptr, why);
+    (why.empty() ? k.ledger_loads : k.ledger_failures).fetch_add(1, std::memory_order_relaxed);
   }
   const std::string problem = k.gate.ledger_problem(time(nullptr));
   const std::string state = problem + (k.budgets->settings.fail_open ? " (open)" : " (closed)");
@@ -370,6 +372,28 @@ std::string judge_update_budgets(const job_desc_msg_t& update, void* job_ptr, ui
 }
 
 bool budgets_configured() { return g_keeper && g_keeper->gate.has_budgets(); }
+
+std::vector<scaleguard::metrics::BudgetGauge> budget_gauges(std::int64_t now, scaleguard::metrics::LedgerGauge* ledger) {
+  std::vector<scaleguard::metrics::BudgetGauge> out;
+  if (!g_keeper) return out;
+  const bg::Gate::View v = g_keeper->gate.view(now);
+  ledger->snapshot = v.snapshot;
+  ledger->usable = v.usable;
+  ledger->loads = g_keeper->ledger_loads.load(std::memory_order_relaxed);
+  ledger->load_failures = g_keeper->ledger_failures.load(std::memory_order_relaxed);
+  if (!v.budgets) return out;
+  for (std::size_t i = 0; i < v.budgets->list.size(); ++i) {
+    const bg::Budget& b = v.budgets->list[i];
+    const bg::Standing& s = v.standings[i];
+    scaleguard::metrics::BudgetGauge g;
+    g.name = b.name, g.account = b.account, g.user = b.user, g.period = bg::to_string(b.period.cycle);
+    g.usd = b.unit == bg::Unit::usd, g.shadow = b.shadow, g.checked = v.checked[i];
+    g.limit = s.total, g.used = s.used, g.committed = s.committed, g.held = s.liens, g.accepted = s.recent;
+    g.start = s.window.start, g.end = s.window.end;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
 
 std::string judge_rerun_budgets(uint32_t uid, const std::string& account, const std::string& record_id,
                                 std::int64_t requeued_ms, const scaleguard::JobRequest& request,

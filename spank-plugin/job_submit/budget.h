@@ -6,8 +6,10 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "policy.h"
+#include "scaleguard/metrics_budgets.h"
 #include "scaleguard/decide.h"
 #include "slurm_api.h"
 
@@ -54,5 +56,9 @@ std::string judge_rerun_budgets(uint32_t uid, const std::string& account, const 
                                 std::string* audit_json);
 // Whether any budget is in force (the rerun checker does nothing without).
 bool budgets_configured();
+
+// For the metrics thread (metrics.cpp): every budget's standing as admission sees it at `now`,
+// and the ledger's state (empty without budgets).
+std::vector<scaleguard::metrics::BudgetGauge> budget_gauges(std::int64_t now, scaleguard::metrics::LedgerGauge* ledger);
 
 }  // namespace sg_slurm

@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "budget.h"
 #include "measurements.h"
+#include "metrics.h"
 #include "policy.h"
 #include "prep.h"
 #include "record.h"
@@ -376,6 +377,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
                                 change.partition + " needs a new submission there"));
   }
   auto request = merged(*judged, change);
+  entry.judged_partition = request.partition;
   if (judged->het_component >= 0) {
     std::string why;
     if (!het_others(*update, job_ptr, *judged, change, *policy, &request.het_prior_gpu_hours, &why))
@@ -478,6 +480,7 @@ extern "C" int init(void) {
       slurm_error("job_submit/scaleguard: cannot load the budgets: %s", budgets.error().str().c_str());
       return SLURM_ERROR;
     }
+    sg_slurm::start_metrics(*settings);
     g_policy = holder.release();
     slurm_info("job_submit/scaleguard: policy %s (settings %s)", settings->policy.c_str(),
                settings->file.c_str());
@@ -494,6 +497,7 @@ extern "C" int fini(void) {
   try {
     if (!sg_slurm::leave_fini()) return SLURM_SUCCESS;   // job_submit or prep/scaleguard still loaded
     sg_slurm::stop_rerun_checks();
+    sg_slurm::stop_metrics();   // reads the budgets
     sg_slurm::stop_budgets();   // joins the ledger thread before the policy goes
     delete g_policy;
     g_policy = nullptr;
@@ -503,6 +507,7 @@ extern "C" int fini(void) {
 }
 
 extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
+  sg_slurm::TimedCall timed(false);   // decision latency (metrics.h)
   try {
     return judge(job_desc, submit_uid, err_msg);
   } catch (const std::exception& e) {
@@ -517,6 +522,7 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 // slurmctld's log, the audit file and, from 23.02 (err_msg), to the user.
 extern "C" int job_modify(SG_JOB_MODIFY_PARAMS(job_desc, job_ptr, submit_uid)) {
   char** err_msg = SG_JOB_MODIFY_ERR_MSG;
+  sg_slurm::TimedCall timed(true);
   try {
     if (!job_desc) return SLURM_SUCCESS;
     return judge_update(job_desc, job_ptr, submit_uid, err_msg);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "metrics.h"
 #include "slurm_api.h"
 
 namespace sg_slurm {
@@ -76,11 +77,13 @@ void PolicyHolder::reload_if_changed() {
   if (!loaded) {
     slurm_error("job_submit/scaleguard: policy reload failed, keeping the last good policy: %s",
                 loaded.error().str().c_str());
+    count_policy_reload(false);
     return;
   }
   std::atomic_store(&policy_, loaded.value());
   partitions_checked_ = false;
   slurm_info("job_submit/scaleguard: reloaded policy %s", settings_.policy.c_str());
+  count_policy_reload(true);
 }
 
 void PolicyHolder::check_partitions(const scaleguard::Policy& policy) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "scaleguard/metrics.h"
 #include "text.h"
 
 namespace sg_slurm {
@@ -55,8 +56,17 @@ scaleguard::Result<Settings> load_settings(const std::string& slurm_conf_path) {
       s.policy = resolve(value, dir_of(s.file));
     } else if (key == "catalog") {
       s.catalog = resolve(value, dir_of(s.file));
+    } else if (key == "metrics_file") {
+      if (std::string why = scaleguard::metrics::check_textfile_path(value); !why.empty())
+        return Error{"metrics_file " + why, s.file, n, key, "e.g. /var/lib/prometheus/node-exporter/scaleguard.prom"};
+      s.metrics_file = value;
+    } else if (key == "metrics_interval") {
+      if (value.size() > 4 || value.find_first_not_of("0123456789") != std::string::npos || std::stoi(value) < 1 ||
+          std::stoi(value) > 3600)
+        return Error{"metrics_interval must be whole seconds from 1 to 3600", s.file, n, key, "e.g. 15"};
+      s.metrics_interval_s = std::stoi(value);
     } else {
-      return Error{"unknown key '" + key + "'", s.file, n, key, "known keys: policy, catalog"};
+      return Error{"unknown key '" + key + "'", s.file, n, key, "known keys: policy, catalog, metrics_file, metrics_interval"};
     }
   }
   if (s.policy.empty())

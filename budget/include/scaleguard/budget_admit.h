@@ -122,6 +122,17 @@ class Gate {
   // The account a job is charged to (effective_account on the current ledger).
   std::string account_of(const std::string& user, const std::string& asked) const;
 
+  // Every budget as admission sees it at `now` (for metrics): its standing with what was
+  // accepted since the ledger's snapshot, and whether the ledger can be used for it.
+  struct View {
+    std::shared_ptr<const Budgets> budgets;
+    std::vector<Standing> standings;   // by budget index
+    std::vector<bool> checked;         // the ledger counted it, whole, and is usable
+    std::int64_t snapshot = 0;         // the ledger's (0: none loaded)
+    bool usable = false;               // the ledger is fresh (ledger_problem is "")
+  };
+  View view(std::int64_t now) const;
+
 
  private:
   struct Record {
@@ -137,6 +148,9 @@ class Gate {
   std::shared_ptr<const Budgets> budgets_;
   std::shared_ptr<const Policy> policy_;
   std::shared_ptr<const Ledger> ledger_;
+  // The last ledger read, kept when a later one cannot be used: its account tree still says
+  // which accounts' budgets enclose a job (a stale tree beats a flat one).
+  std::shared_ptr<const Ledger> tree_ledger_;
   std::string ledger_problem_ = "no ledger loaded yet";
   std::deque<Record> records_;                          // in acceptance order
   // Record id -> what the budgets hold for that job since the ledger's snapshot (its accepted

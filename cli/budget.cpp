@@ -154,8 +154,12 @@ int sync(const BudgetSetup& s, bool quiet) {
   clock_gettime(CLOCK_REALTIME, &ts);
   ledger.snapshot_ms = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
   ledger.snapshot = ts.tv_sec;
+  // The account tree first: an account's budget counts its sub-accounts' runs and queue.
+  auto tree = account_tree_arguments();
+  tree.insert(tree.begin(), "sacctmgr");
+  parse_account_tree(run_capture(slurm_command(tree)), &ledger);
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  UsageCounter counter(*s.budgets, *s.policy, ledger.snapshot);
+  UsageCounter counter(*s.budgets, *s.policy, ledger.snapshot, &ledger.account_parents);
   long long queued = 0;
   auto squeue = squeue_arguments();
   squeue.insert(squeue.begin(), "squeue");
@@ -203,6 +207,10 @@ int show(const BudgetSetup& s, std::string account, std::string user, bool json)
   std::vector<std::string> accounts;
   if (!account.empty()) accounts.push_back(account);
   else if (auto it = ledger.accounts.find(user); it != ledger.accounts.end()) accounts = it->second;
+  // And the accounts above them: their budgets count these accounts' jobs too.
+  for (std::size_t i = 0, n = accounts.size(); i < n; ++i)
+    for (const auto& a : enclosing_accounts(&ledger.account_parents, accounts[i]))
+      if (std::find(accounts.begin(), accounts.end(), a) == accounts.end()) accounts.push_back(a);
   auto r = budget_report(s, ledger, now);
   std::vector<report::BudgetLine> kept;
   for (std::size_t i = 0; i < s.budgets->list.size(); ++i) {

@@ -280,6 +280,25 @@ void parse_associations(const std::string& text, Ledger* ledger) {
   }
 }
 
+std::vector<std::string> account_tree_arguments() {
+  return {"-n", "-P", "show", "assoc", "format=Account,ParentName,User"};
+}
+
+void parse_account_tree(const std::string& text, Ledger* ledger) {
+  for (const auto& line : split(text, '\n')) {
+    const auto f = split(line, '|');
+    // User rows name their account as parent (or nothing): only account rows shape the tree.
+    if (f.size() < 3 || !readable(f[0]) || !f[2].empty() || f[0].size() > 256) continue;
+    std::string account = f[0];
+    for (char& c : account) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto& parents = ledger->account_parents[account];
+    if (f[1].empty() || !readable(f[1]) || f[1].size() > 256) continue;
+    std::string parent = f[1];
+    for (char& c : parent) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (parent != account && std::find(parents.begin(), parents.end(), parent) == parents.end()) parents.push_back(parent);
+  }
+}
+
 std::int64_t earliest_start(const Budgets& budgets, std::int64_t snapshot) {
   std::int64_t earliest = snapshot;
   for (const auto& b : budgets.list) {
@@ -290,8 +309,8 @@ std::int64_t earliest_start(const Budgets& budgets, std::int64_t snapshot) {
   return earliest;
 }
 
-UsageCounter::UsageCounter(const Budgets& budgets, const Policy& policy, std::int64_t snapshot)
-    : budgets_(budgets), policy_(policy), snapshot_(snapshot), sums_(budgets.list.size()) {
+UsageCounter::UsageCounter(const Budgets& budgets, const Policy& policy, std::int64_t snapshot, const AccountTree* tree)
+    : budgets_(budgets), policy_(policy), snapshot_(snapshot), tree_(tree), sums_(budgets.list.size()) {
   for (std::size_t i = 0; i < budgets.list.size(); ++i) {
     sums_[i].now = window_at(budgets.list[i].period, snapshot);
     sums_[i].before = previous_window(budgets.list[i].period, sums_[i].now);
@@ -305,7 +324,7 @@ void UsageCounter::add(const UsedRun& run) {
     return e > s ? (e - s) / 3600.0 : 0.0;
   };
   const std::int64_t end = run.end < 0 ? snapshot_ : std::min(run.end, snapshot_);
-  for (int i : budgets_.applying(run.account, run.user)) {
+  for (int i : budgets_.applying(run.account, run.user, tree_)) {
     const Budget& b = budgets_.list[i];
     Sums& s = sums_[i];
     s.used += amount(b, policy_, run.gpus * overlap_h(run.start, end, s.now.start, std::min(s.now.end, snapshot_)), run.partition);
@@ -320,7 +339,7 @@ void UsageCounter::add(const QueuedJob& q) {
     return;
   }
   if (!q.record.empty()) jobs_[q.record] += q.whole_gpu_hours;   // array elements share one record
-  for (int i : budgets_.applying(q.account, q.user)) {
+  for (int i : budgets_.applying(q.account, q.user, tree_)) {
     const Budget& b = budgets_.list[i];
     if (!b.counts(q.partition) || q.gpu_hours <= 0) continue;
     const double a = amount(b, policy_, q.gpu_hours, q.partition);
@@ -332,10 +351,12 @@ void UsageCounter::add(const QueuedJob& q) {
 void UsageCounter::unreadable(const std::string& account, const std::string& user, const std::string& partition,
                               const std::string& why) {
   // Every budget the record could be charged to: an unknown account, user or partition
-  // could be any.
+  // could be any; a known account, its own budgets and those of the accounts above it.
+  const auto enclosing = enclosing_accounts(tree_, account);
   for (std::size_t i = 0; i < budgets_.list.size(); ++i) {
     const Budget& b = budgets_.list[i];
-    const bool could = (account.empty() || b.account.empty() || b.account == account) &&
+    const bool could = (account.empty() || b.account.empty() ||
+                        std::find(enclosing.begin(), enclosing.end(), b.account) != enclosing.end()) &&
                        (user.empty() || b.user.empty() || b.user == user) &&
                        (partition.empty() || b.counts(partition));
     if (could && sums_[i].unusable.empty()) sums_[i].unusable = why.substr(0, 300);
@@ -365,7 +386,7 @@ void UsageCounter::finish(Ledger* ledger) const {
 
 void count_budgets(const Budgets& budgets, const Policy& policy, const std::vector<UsedRun>& runs,
                    const std::vector<QueuedJob>& queue, std::int64_t snapshot, Ledger* ledger) {
-  UsageCounter counter(budgets, policy, snapshot);
+  UsageCounter counter(budgets, policy, snapshot, &ledger->account_parents);
   for (const auto& run : runs) counter.add(run);
   for (const auto& q : queue) counter.add(q);
   counter.finish(ledger);

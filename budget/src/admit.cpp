@@ -146,6 +146,7 @@ void Gate::set_ledger(std::shared_ptr<const Ledger> ledger, const std::string& p
   ledger_ = std::move(ledger);
   ledger_problem_ = ledger_ ? "" : problem;
   if (!ledger_) return;
+  tree_ledger_ = ledger_;
   const std::int64_t cutoff = ledger_->snapshot_ms;
   records_.erase(std::remove_if(records_.begin(), records_.end(), [&](const Record& r) { return r.t_ms < cutoff; }),
                  records_.end());
@@ -247,6 +248,19 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
                                     " has no default account in it yet)"
                               : problem);
   }
+  // Sub-accounts: an account's budgets count its sub-accounts' jobs (the ledger's tree). An
+  // account the tree does not hold (created since the sync) could be under any account budget.
+  const AccountTree* tree = tree_ledger_ ? &tree_ledger_->account_parents : nullptr;
+  if (tree && !tree->empty() && !charge.account.empty() && !tree->count(charge.account)) {
+    bool any = false, shadow_only = true;
+    for (const auto& b : budgets.list)
+      if (!b.account.empty() && b.account != charge.account) any = true, shadow_only = shadow_only && b.shadow;
+    if (any)
+      unchecked("(account tree)", shadow_only,
+                problem.empty() ? "account " + charge.account + " is not in the ledger's account tree (created since the "
+                                  "last `scaleguard budget sync`?), so the budgets of the accounts above it are unknown"
+                                : problem);
+  }
   // An update's "before": what the budgets hold for the job now (see Charge::prior_record).
   double prior = charge.prior_gpu_hours;
   std::int64_t prior_basis_ms = 0;   // since when `prior` is held (Held::basis_ms); the record: unknown
@@ -272,7 +286,7 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       prior = l != ledger_->job_gpu_hours.end() ? l->second : charge.gpu_hours;
     }
   }
-  for (int i : budgets.applying(charge.account, charge.user)) {
+  for (int i : budgets.applying(charge.account, charge.user, tree)) {
     const Budget& b = budgets.list[i];
     // A range not yet begun judges too: a job held now can be released inside it (issue 36,
     // class 6). Only an ended range no longer counts.
@@ -280,7 +294,7 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
     if (ended || !b.counts(charge.partition)) continue;
     double a = amount(b, policy, charge.gpu_hours, charge.partition);
     if (charge.update) {
-      const auto before = budgets.applying(charge.prior_account, charge.user);
+      const auto before = budgets.applying(charge.prior_account, charge.user, tree);
       if (std::find(before.begin(), before.end(), i) != before.end() && b.counts(charge.prior_partition))
         a = std::max(0.0, a - amount(b, policy, prior, charge.prior_partition));
       if (a <= 0) continue;   // the update adds nothing here
@@ -321,7 +335,8 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
       if (after > level * (1 + 1e-12) && (!hit || t.act >= hit->act)) hit = &t;
     }
     if (!hit || (hit->act == Act::move && moved)) continue;
-    const std::string head = "budget " + b.name + " (" + b.scope() + ", " + period_of(b, s.window) + ", " +
+    const std::string via = !b.account.empty() && b.account != charge.account ? ", which covers sub-account " + charge.account : "";
+    const std::string head = "budget " + b.name + " (" + b.scope() + via + ", " + period_of(b, s.window) + ", " +
                              format_amount(b.unit, s.total) + (s.total != b.limit ? " with carry-over" : "") + "): ";
     const std::string resets = b.period.cycle == Cycle::range ? "; the range ends " + format_instant(s.window.end, b.period.utc_offset_s)
                                                               : "; resets " + format_instant(s.window.end, b.period.utc_offset_s);

@@ -54,6 +54,7 @@ std::string format_ledger(const Ledger& l) {
   j["budgets"] = entries;
   j["default_account"] = l.default_account;
   j["accounts"] = l.accounts;
+  j["account_tree"] = l.account_parents;
   j["notes"] = l.notes;
   j["jobs"] = l.job_gpu_hours;
   return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -115,6 +116,19 @@ Result<Ledger> parse_ledger(const std::string& text) {
         std::string acct;
         if (!name(a, &acct)) return bad("accounts of '" + u.substr(0, 64) + "'");
         out.push_back(acct);
+      }
+    }
+  }
+  if (j.contains("account_tree")) {
+    if (!j["account_tree"].is_object() || j["account_tree"].size() > 1000000) return bad("account_tree");
+    for (const auto& [a, list] : j["account_tree"].items()) {
+      if (a.empty() || a.size() > kMaxName || !list.is_array() || list.size() > 64)
+        return bad("account_tree of '" + a.substr(0, 64) + "'");
+      auto& out = l.account_parents[a];
+      for (const auto& p : list) {
+        std::string parent;
+        if (!name(p, &parent)) return bad("account_tree of '" + a.substr(0, 64) + "'");
+        out.push_back(parent);
       }
     }
   }

@@ -255,15 +255,32 @@ bool Budget::counts(const std::string& list) const {
   return false;
 }
 
-std::vector<int> Budgets::applying(const std::string& account, const std::string& user) const {
+std::vector<std::string> enclosing_accounts(const AccountTree* tree, const std::string& account) {
+  std::vector<std::string> out;
+  if (account.empty()) return out;
+  out.push_back(account);
+  // Breadth first over the parents; `out` doubles as the visited list (cycles end here).
+  for (std::size_t i = 0; tree && i < out.size() && out.size() < 64; ++i) {
+    const auto it = tree->find(out[i]);
+    if (it == tree->end()) continue;
+    for (const auto& parent : it->second)
+      if (out.size() < 64 && std::find(out.begin(), out.end(), parent) == out.end()) out.push_back(parent);
+  }
+  return out;
+}
+
+std::vector<int> Budgets::applying(const std::string& account, const std::string& user, const AccountTree* tree) const {
   std::vector<int> out;
   auto add = [&](const std::unordered_map<std::string, std::vector<int>>& index, const std::string& key) {
     if (auto it = index.find(key); it != index.end()) out.insert(out.end(), it->second.begin(), it->second.end());
   };
-  if (!account.empty()) add(by_account, account);
+  for (const auto& a : enclosing_accounts(tree, account)) {
+    add(by_account, a);
+    if (!user.empty()) add(by_pair, a + '\x1f' + user);
+  }
   if (!user.empty()) add(by_user, user);
-  if (!account.empty() && !user.empty()) add(by_pair, account + '\x1f' + user);
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -418,6 +418,44 @@ TEST(BudgetCount, UsedIsClippedToThePeriodAndTheQueueIsSplitIntoCommitmentsAndLi
   EXPECT_EQ(earliest_start(*l.budgets, snap), at("2026-12-04"));
 }
 
+// Issue 40: an account's budget counts its sub-accounts' runs and queue, as the associations
+// nest (sacctmgr's account rows); a sibling's and the parent's own jobs stay apart below it.
+TEST(BudgetCount, AnAccountsBudgetCountsItsSubAccountsJobs) {
+  auto l = load(kSettings + "[budget inst]\naccount = inst\ngpu_hours = 100\nperiod = day\n"
+                "[budget grp]\naccount = grp\ngpu_hours = 50\nperiod = day\n");
+  ASSERT_TRUE(l.budgets) << l.error.str();
+  Ledger ledger;
+  // root > inst > grp > proj; root > other. User rows do not shape the tree.
+  parse_account_tree("root||\ninst|root|\ngrp|inst|\nPROJ|grp|\nproj||alice\nother|root|\n", &ledger);
+  EXPECT_EQ(ledger.account_parents.at("proj"), (std::vector<std::string>{"grp"}));
+  EXPECT_TRUE(ledger.account_parents.at("root").empty());
+  EXPECT_EQ(enclosing_accounts(&ledger.account_parents, "proj"), (std::vector<std::string>{"proj", "grp", "inst", "root"}));
+  const std::int64_t snap = at("2026-12-05T12:00:00");
+  std::vector<UsedRun> runs = {{"1", "proj", "alice", "od", 8, at("2026-12-05T01:00:00"), at("2026-12-05T02:00:00")},
+                               {"2", "inst", "bob", "od", 2, at("2026-12-05T01:00:00"), at("2026-12-05T02:00:00")},
+                               {"3", "other", "carol", "od", 4, at("2026-12-05T01:00:00"), at("2026-12-05T02:00:00")}};
+  std::vector<QueuedJob> queue = {{"4", "grp", "alice", "od", false, 16, ""}};
+  count_budgets(*l.budgets, *l.policy, runs, queue, snap, &ledger);
+  EXPECT_DOUBLE_EQ(ledger.entries.at("inst").used, 8 + 2);
+  EXPECT_DOUBLE_EQ(ledger.entries.at("inst").liens, 16);
+  EXPECT_DOUBLE_EQ(ledger.entries.at("grp").used, 8);
+  EXPECT_DOUBLE_EQ(ledger.entries.at("grp").liens, 16);
+  // An unreadable record of a sub-account marks the budgets above it, not a sibling's.
+  UsageCounter c(*l.budgets, *l.policy, snap, &ledger.account_parents);
+  c.unreadable("proj", "", "", "sacct: job 9: bad");
+  Ledger marked;
+  c.finish(&marked);
+  EXPECT_FALSE(marked.entries.at("inst").unusable.empty());
+  EXPECT_FALSE(marked.entries.at("grp").unusable.empty());
+  // A cycle (a malformed tree) ends.
+  AccountTree loop = {{"a", {"b"}}, {"b", {"a"}}};
+  EXPECT_EQ(enclosing_accounts(&loop, "a"), (std::vector<std::string>{"a", "b"}));
+  // The tree survives the ledger file.
+  auto back = parse_ledger(format_ledger(ledger));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->account_parents, ledger.account_parents);
+}
+
 // Issue 36 class 5: the sync reads sacct one line at a time and counts each run as it comes,
 // so 1,000,000 records (a flood of trivial array jobs, GPU-less and ungoverned ones among
 // them) are counted in memory that does not grow with them; an unreadable record marks its
@@ -734,6 +772,35 @@ TEST(BudgetGate, ABudgetTheSyncCouldNotCountFailsAsConfiguredAndOnlyThatOne) {
 
 namespace scaleguard::budget {
 namespace {
+
+// Issue 40: the tightest of every enclosing budget decides; the refusal names the parent's
+// budget and the sub-account. An account the ledger's tree lacks (new since the sync) could be
+// under any account budget: the fail mode.
+TEST(BudgetGate, AParentAccountsBudgetRefusesASubAccountsJob) {
+  GateFixture g("[budget inst]\naccount = inst\ngpu_hours = 10\nactions = 100% reject\n"
+                "[budget proj]\naccount = proj\ngpu_hours = 1000\nactions = 100% reject\n");
+  g.ledger->account_parents = {{"root", {}}, {"inst", {"root"}}, {"proj", {"inst"}}, {"other", {"root"}}};
+  g.ledger->accounts["alice"] = {"proj", "other"};
+  g.entry("inst", 8);
+  g.entry("proj", 0);
+  g.publish();
+  Charge c{"proj", "alice", "od", 4, 4, 60, 1};
+  auto v = g.gate->judge(c, g.now * 1000, false);
+  EXPECT_EQ(v.outcome, Outcome::reject);
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings[0].budget, "inst");
+  EXPECT_NE(v.message().find("budget inst (account inst, which covers sub-account proj"), std::string::npos) << v.message();
+  c.gpu_hours = 2;   // 8 + 2 = 10: fits the parent
+  EXPECT_EQ(g.gate->judge(c, g.now * 1000, false).outcome, Outcome::pass);
+  c.account = "other", c.gpu_hours = 4;   // a sibling of inst: not under it
+  EXPECT_EQ(g.gate->judge(c, g.now * 1000, false).outcome, Outcome::pass);
+  c.account = "newproj";
+  g.ledger->accounts["alice"].push_back("newproj");
+  g.publish();
+  v = g.gate->judge(c, g.now * 1000, false);
+  EXPECT_EQ(v.outcome, Outcome::reject);
+  EXPECT_NE(v.message().find("not in the ledger's account tree"), std::string::npos) << v.message();
+}
 
 TEST(BudgetGate, AnUpdateWhileARequeuedJobWaitsDoesNotMakeItsNextRunFree) {
   // Review of issue 36 class 4: the ledger (before the requeue) counts the job running, 60 of

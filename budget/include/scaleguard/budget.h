@@ -4,6 +4,7 @@
 // Pure C++17 on top of the planner: no Slurm headers, no I/O but reading the policy file.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -77,11 +78,20 @@ struct Settings {
   bool fail_open = false;           // unusable ledger: accept (true) or refuse (false) jobs under budgets
 };
 
+// Slurm's account tree as its associations nest (`sacctmgr show assoc`): account -> parent
+// accounts (one per cluster; more only when clusters disagree). Read by `budget sync`, kept in
+// the ledger, so slurmctld knows it without asking slurmdbd. Empty: unknown (no sub-accounts).
+using AccountTree = std::map<std::string, std::vector<std::string>>;
+// `account` and every account above it (a malformed tree with a cycle stops; at most 64).
+std::vector<std::string> enclosing_accounts(const AccountTree* tree, const std::string& account);
+
 struct Budgets {
   Settings settings;
   std::vector<Budget> list;
-  // The budgets counting a job of `user` (a name) charged to `account`, in policy order.
-  std::vector<int> applying(const std::string& account, const std::string& user) const;
+  // The budgets counting a job of `user` (a name) charged to `account`, in policy order: an
+  // account's budgets count the jobs of its sub-accounts too (`tree`; none: flat).
+  std::vector<int> applying(const std::string& account, const std::string& user,
+                            const AccountTree* tree = nullptr) const;
   // Filled by load_budgets: budget indices by account, by user, by "account\x1fuser".
   std::unordered_map<std::string, std::vector<int>> by_account, by_user, by_pair;
   int find(const std::string& name) const;   // index, -1 when absent

@@ -148,6 +148,9 @@ class Gate {
   std::shared_ptr<const Budgets> budgets_;
   std::shared_ptr<const Policy> policy_;
   std::shared_ptr<const Ledger> ledger_;
+  // The last ledger read, kept when a later one cannot be used: its account tree still says
+  // which accounts' budgets enclose a job (a stale tree beats a flat one).
+  std::shared_ptr<const Ledger> tree_ledger_;
   std::string ledger_problem_ = "no ledger loaded yet";
   std::deque<Record> records_;                          // in acceptance order
   // Record id -> what the budgets hold for that job since the ledger's snapshot (its accepted

@@ -37,6 +37,7 @@ struct Ledger {
   std::map<std::string, LedgerEntry> entries;                       // by budget name
   std::map<std::string, std::string> default_account;               // user -> default account
   std::map<std::string, std::vector<std::string>> accounts;         // user -> accounts (associations)
+  AccountTree account_parents;                                      // account -> parents (ledger "account_tree")
   std::vector<std::string> notes;                                   // what the sync skipped
   // What the queue holds per job, by the scaleguard record id in its AdminComment ("[sg=ID;"):
   // pending, the envelope; running, GPUs x its whole time limit; an array's elements summed.
@@ -83,6 +84,10 @@ std::vector<QueuedJob> parse_squeue(const std::string& text, const Policy& polic
 // `sacctmgr -n -P show user format=User,DefaultAccount` / `show assoc format=User,Account`.
 void parse_default_accounts(const std::string& text, Ledger* ledger);
 void parse_associations(const std::string& text, Ledger* ledger);
+// `sacctmgr -n -P show assoc format=Account,ParentName,User`: the account rows (no user) give
+// each account its parent ("root" has none). Every account of the cluster gets an entry.
+void parse_account_tree(const std::string& text, Ledger* ledger);
+std::vector<std::string> account_tree_arguments();   // after "sacctmgr"
 
 // Counts every budget at `snapshot` as records arrive (sacct's runs, squeue's jobs), in
 // memory bounded by the number of budgets: used inside its window (carry-in from the
@@ -91,7 +96,8 @@ void parse_associations(const std::string& text, Ledger* ledger);
 // be charged to (an empty name could be any) is marked unusable in the ledger.
 class UsageCounter {
  public:
-  UsageCounter(const Budgets& budgets, const Policy& policy, std::int64_t snapshot);
+  // `tree`: the account tree the sums follow (kept by the caller; nullptr: flat).
+  UsageCounter(const Budgets& budgets, const Policy& policy, std::int64_t snapshot, const AccountTree* tree = nullptr);
   void add(const UsedRun& run);
   void add(const QueuedJob& job);
   void unreadable(const std::string& account, const std::string& user, const std::string& partition,
@@ -109,9 +115,11 @@ class UsageCounter {
   std::map<std::string, double> jobs_;   // Ledger::job_gpu_hours
   const Policy& policy_;
   std::int64_t snapshot_;
+  const AccountTree* tree_ = nullptr;
   std::vector<Sums> sums_;
 };
 // All at once (tests, benchmarks).
+// All at once (tests, benchmarks); the sums follow ledger->account_parents.
 void count_budgets(const Budgets& budgets, const Policy& policy, const std::vector<UsedRun>& runs,
                    const std::vector<QueuedJob>& queue, std::int64_t snapshot, Ledger* ledger);
 // The earliest time count_budgets needs runs from (previous periods for carry-over included).

@@ -34,6 +34,13 @@ fi
 die() { echo "dev-cluster: $*" >&2; exit 1; }
 say() { echo "dev-cluster: $*"; }
 
+# SCALEGUARD_DEV_EXTRA_NODES=K (0-5, default 0): K more nodes like the two (gpu-st-p4d-3 ...),
+# in both partitions, on the state directory's spare ports (base+5 ...), for tests that need
+# more than two nodes (in-job restart: three nodes and a spare).
+extra_nodes=${SCALEGUARD_DEV_EXTRA_NODES:-0}
+[[ $extra_nodes =~ ^[0-5]$ ]] || die "SCALEGUARD_DEV_EXTRA_NODES=$extra_nodes: expected 0 to 5"
+for ((extra_i = 1; extra_i <= extra_nodes; extra_i++)); do nodes+=("gpu-st-p4d-$((2 + extra_i))"); done
+
 # Pid from a pid file if that process still runs.
 live_pid() {
   local pid

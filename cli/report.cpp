@@ -1,8 +1,10 @@
-// `scaleguard report`: GPU-hours, cost and waste for a time window from Slurm accounting.
-// Runs sacct itself (execvp with an argument vector, no shell, bounded output) or reads a
-// saved `sacct --parsable2` file; prices come from the policy's partitions.
-// `scaleguard report --decisions FILE`: job_submit/scaleguard's refusals, rewrites and
-// warnings from its decision log instead (no sacct, no policy).
+// `scaleguard report`: one page for a time window: GPU-hours, cost and waste from Slurm
+// accounting (runs sacct itself: execvp with an argument vector, no shell, bounded output; or
+// reads a saved `sacct --parsable2` file; prices from the policy's partitions), what
+// job_submit/scaleguard refused, rewrote and warned about in the window and what that avoided
+// (the policy's audit_file, or --decision-log), and the budgets (the policy's ledger, or
+// --ledger). A section whose file is absent says so.
+// `scaleguard report --decisions FILE` / `--budgets`: one of those sections alone, as before.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -22,6 +24,7 @@
 #include "scaleguard/policy.h"
 #include "scaleguard/report.h"
 #include "scaleguard/report_decisions.h"
+#include "scaleguard/report_page.h"
 #include "budget.h"
 #include "common.h"
 #include "scaleguard/report_budgets.h"
@@ -64,6 +67,23 @@ std::int64_t local_now() {
   return *rp::parse_time(buf);
 }
 
+// Civil seconds of the local wall clock (sacct's clock) -> UTC seconds (the decision log's),
+// with the local time zone.
+std::int64_t civil_to_utc(const std::string& option, std::int64_t civil) {
+  std::tm tm{};
+  const std::string s = rp::format_time(civil);
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec) != 6)
+    throw Failure{"--" + option + ": '" + s + "' is not a time"};
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1))
+    throw Failure{"--" + option + ": '" + s + "' is not a local time here"};
+  return static_cast<std::int64_t>(t);
+}
+
 // A window edge for the decision log (UTC): "...Z" or "+HH:MM" as written, otherwise the
 // local wall clock like every other report time, converted with the local time zone.
 std::int64_t parse_window_utc(const std::string& option, const std::string& text) {
@@ -73,19 +93,81 @@ std::int64_t parse_window_utc(const std::string& option, const std::string& text
     if (!t) throw Failure{"--" + option + ": " + t.error().message};
     return *t;
   }
-  const std::int64_t civil = parse_window_time(option, text);
-  std::tm tm{};
-  const std::string s = rp::format_time(civil);
-  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec) != 6)
-    throw Failure{"--" + option + ": '" + text + "' is not a time"};
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  tm.tm_isdst = -1;
-  const std::time_t t = std::mktime(&tm);
-  if (t == static_cast<std::time_t>(-1))
-    throw Failure{"--" + option + ": '" + text + "' is not a local time here"};
-  return static_cast<std::int64_t>(t);
+  return civil_to_utc(option, parse_window_time(option, text));
+}
+
+// A file the report reads: false when it does not exist (the section says so); a Failure
+// when it is a directory or cannot be read otherwise.
+bool readable_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+  }
+  if (S_ISDIR(st.st_mode)) throw Failure{"cannot read " + path + ": it is a directory"};
+  return true;
+}
+
+// The page's decisions section: the window's decisions from `given` (--decision-log), else
+// the policy's audit_file. A log named on the command line must exist; the policy's may not
+// yet (no decision since it was set).
+void add_decisions(rp::Page& page, const Policy& policy, const std::string& policy_file, const std::string& given,
+                   std::int64_t since_utc, std::int64_t until_utc) {
+  const std::string log = given.empty() ? policy.audit_file : given;
+  if (log.empty()) {
+    page.decisions_missing = "no decision log: the policy " + policy_file +
+                             " sets no audit_file (set it, or give --decision-log PATH)";
+    return;
+  }
+  if (!readable_file(log)) {
+    if (!given.empty()) throw Failure{"--decision-log: " + log + " does not exist"};
+    page.decisions_missing = "no decision log at " + log + " (the policy's audit_file): no decision written yet";
+    return;
+  }
+  std::ifstream in(log, std::ios::binary);
+  if (!in) throw Failure{"cannot read " + log + ": " + std::strerror(errno)};
+  rp::DecisionOptions options;
+  options.since = since_utc;
+  options.until = until_utc;
+  options.usd_per_gpu_hour = rp::decision_prices(policy);
+  page.decisions = rp::summarize_decisions(in, options);
+  if (in.bad()) throw Failure{"cannot read " + log + ": " + std::strerror(errno)};
+  page.decision_log = log;
+  if (page.decisions->skipped > 0)
+    std::fprintf(stderr, "scaleguard report: %s: %d line(s) are not decisions (listed in the report's notes)\n",
+                 log.c_str(), page.decisions->skipped);
+}
+
+// The page's budgets section: each budget's standing from the ledger (`given`, else the
+// policy's) and its refusals from the decision log the page read.
+void add_budgets(rp::Page& page, const std::string& policy_file, const std::shared_ptr<const Policy>& policy,
+                 const std::string& given) {
+  auto budgets = budget::load_budgets(policy_file, *policy);
+  if (!budgets) throw Failure{budgets.error().str()};
+  if ((*budgets)->list.empty()) {
+    if (!given.empty()) throw Failure{"--ledger: the policy " + policy_file + " has no budgets"};
+    page.budgets_missing = "no budgets in the policy " + policy_file;
+    return;
+  }
+  const std::string ledger = given.empty() ? (*budgets)->settings.ledger : given;
+  if (ledger.empty()) {
+    page.budgets_missing = "no budget ledger: the policy " + policy_file + " names none ([budgets] ledger)";
+    return;
+  }
+  if (!readable_file(ledger)) {
+    if (!given.empty()) throw Failure{"--ledger: " + ledger + " does not exist"};
+    page.budgets_missing = "no budget ledger at " + ledger + " yet (written by `scaleguard budget sync`)";
+    return;
+  }
+  const BudgetSetup setup{policy, *budgets, ledger};
+  page.budgets = budget_report(setup, read_ledger(ledger), std::time(nullptr));
+  if (page.decision_log.empty()) {
+    page.budgets->notes.push_back("no decision log: refusals are not counted");
+    return;
+  }
+  std::ifstream in(page.decision_log, std::ios::binary);
+  int skipped = 0;
+  if (in) rp::add_budget_decisions(in, &*page.budgets, &skipped);
 }
 
 void write_output(const std::string& output, const std::string& rendered) {
@@ -180,12 +262,15 @@ void budgets_report(const std::string& policy, const std::string& catalog, const
 int run(int argc, char** argv) {
   po::options_description desc(
       "scaleguard report [options]\n\n"
-      "GPU-hours, cost and wasted GPU-hours by user, account, partition and day, from\n"
-      "Slurm accounting (sacct -a -D --parsable2) or a saved sacct file; with --decisions,\n"
-      "what job_submit/scaleguard refused, rewrote and warned about, from its decision log.\n"
-      "Rules: docs/report.md\n\noptions");
-  std::string since, until, sacct_file, decisions, format = "text", output, policy_path,
+      "One report of a window: GPU-hours, cost, waste and GPU utilisation by user, account,\n"
+      "partition and day from Slurm accounting (sacct -a -D --parsable2) or a saved sacct file;\n"
+      "what job_submit/scaleguard refused, rewrote and warned about in it and the GPU-hours and\n"
+      "dollars that avoided (the policy's audit_file, or --decision-log); every budget's\n"
+      "standing (the policy's ledger, or --ledger). --decisions FILE or --budgets: that part\n"
+      "alone. Rules: docs/report.md\n\noptions");
+  std::string since, until, sacct_file, decisions, decision_log, format = "text", output, policy_path,
       catalog_path, ledger_path;
+  double min_gpu_util = 50;
   desc.add_options()
       ("help,h", "this help")
       ("since", po::value(&since), "window start, YYYY-MM-DD[THH:MM[:SS]] local time "
@@ -193,9 +278,13 @@ int run(int argc, char** argv) {
       ("until", po::value(&until), "window end (default: now when running sacct, open with a file)")
       ("sacct-file", po::value(&sacct_file), "read saved `sacct --parsable2` output instead of "
                                              "running sacct")
-      ("decisions", po::value(&decisions), "summarize job_submit/scaleguard's decision log (JSON "
-                                           "Lines; - for stdin) instead of accounting; times in "
-                                           "UTC, the window is open unless given")
+      ("decision-log", po::value(&decision_log), "the decision log for the report's decisions "
+                                                 "section (default: the policy's audit_file)")
+      ("min-gpu-util", po::value(&min_gpu_util), "flag jobs whose GPUs accounting shows busy less "
+                                                 "than this % of the time (default 50)")
+      ("decisions", po::value(&decisions), "only the decisions: summarize this decision log (JSON "
+                                           "Lines; - for stdin), no accounting; times in UTC, the "
+                                           "window is open unless given")
       ("format", po::value(&format), "text | csv | html | json")
       ("json", "same as --format json")
       ("output,o", po::value(&output), "write here instead of stdout")
@@ -203,9 +292,9 @@ int run(int argc, char** argv) {
                                           "(default $SCALEGUARD_POLICY, else configs/policy.ini)")
       ("catalog", po::value(&catalog_path), "price catalog overriding the policy's "
                                             "(default $SCALEGUARD_CATALOG)")
-      ("budgets", "each budget's use, commitments, forecast and refusals, from the budget "
-                  "ledger and the decision log (--decisions, else the policy's audit_file)")
-      ("ledger", po::value(&ledger_path), "with --budgets: the ledger (default: the policy's)");
+      ("budgets", "only the budgets: each budget's use, commitments, forecast and refusals, from "
+                  "the budget ledger and the decision log (--decisions, else the policy's audit_file)")
+      ("ledger", po::value(&ledger_path), "the budget ledger (default: the policy's [budgets] ledger)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -225,10 +314,10 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (vm.count("budgets")) {
-    for (const char* other : {"sacct-file", "since", "until"})
+    for (const char* other : {"sacct-file", "since", "until", "decision-log", "min-gpu-util"})
       if (vm.count(other)) {
         std::fprintf(stderr, "scaleguard report: --%s does not go with --budgets (each budget's own period "
-                             "is reported)\n", other);
+                             "is reported; --decisions names its decision log)\n", other);
         return 2;
       }
     try {
@@ -240,12 +329,8 @@ int run(int argc, char** argv) {
       return 1;
     }
   }
-  if (vm.count("ledger")) {
-    std::fprintf(stderr, "scaleguard report: --ledger goes with --budgets\n");
-    return 2;
-  }
   if (vm.count("decisions")) {
-    for (const char* other : {"sacct-file", "policy", "catalog"})
+    for (const char* other : {"sacct-file", "policy", "catalog", "ledger", "decision-log", "min-gpu-util"})
       if (vm.count(other)) {
         std::fprintf(stderr, "scaleguard report: --%s does not go with --decisions (the decision "
                              "log needs no accounting and no prices)\n", other);
@@ -270,10 +355,13 @@ int run(int argc, char** argv) {
     if (since_t >= 0 && until_t >= 0 && until_t <= since_t)
       throw Failure{"--until " + until + " is not after --since " + since};
 
+    if (!(min_gpu_util >= 0 && min_gpu_util <= 100))
+      throw Failure{"--min-gpu-util: give a percentage from 0 to 100"};
     const std::string policy_file = config_file(policy_path, "SCALEGUARD_POLICY", "policy.ini");
     auto policy = load_policy(policy_file, config_file(catalog_path, "SCALEGUARD_CATALOG", nullptr));
     if (!policy) throw Failure{"policy: " + policy.error().str()};
     rp::Options options = rp::options_from_policy(**policy);
+    options.min_gpu_util = min_gpu_util;
 
     std::string text, source;
     if (!sacct_file.empty()) {
@@ -289,10 +377,11 @@ int run(int argc, char** argv) {
                       rp::format_time(options.until)};
       // No -X: the steps' exit codes show which interrupted runs saved a checkpoint first;
       // their time is counted once, on the allocation line.
-      Command sacct{sacct_runs_arguments(rp::format_time(options.since), rp::format_time(options.until), true)};
+      Command sacct{sacct_runs_arguments(rp::format_time(options.since), rp::format_time(options.until), true,
+                                         rp::kSacctReportFormat)};
       sacct.env = {"SLURM_TIME_FORMAT=standard"};   // the format parse_sacct reads, whatever the caller's environment
       sacct.max_bytes = kMaxSacctBytes;
-      sacct.missing_hint = ", or save `sacct --parsable2 --format=" + std::string(rp::kSacctFormat) +
+      sacct.missing_hint = ", or save `sacct --parsable2 --format=" + std::string(rp::kSacctReportFormat) +
                            "` output elsewhere and pass --sacct-file";
       sacct.too_big_hint = ": narrow the window with --since/--until";
       text = run_capture(sacct);
@@ -312,17 +401,27 @@ int run(int argc, char** argv) {
                              " column: it is not read, but users write any bytes there, so a "
                              "record in this file may be forged by a job's text; save sacct "
                              "output with the columns in docs/report.md");
-    if (report.total.runs == 0) {
+    rp::Page page;
+    add_decisions(page, **policy, policy_file, decision_log,
+                  options.since >= 0 ? civil_to_utc("since", options.since) : -1,
+                  options.until >= 0 ? civil_to_utc("until", options.until) : -1);
+    add_budgets(page, policy_file, *policy, ledger_path);
+    // An empty window is an error unless the decision log has something in it: a window where
+    // every job was refused is worth its report.
+    const bool decided = page.decisions && page.decisions->enforced.total.decisions + page.decisions->shadow.total.decisions > 0;
+    if (report.total.runs == 0 && !decided) {
       const auto edge = [](std::int64_t t, const char* open) {
         return t >= 0 ? rp::format_time(t) : std::string(open);
       };
       throw Failure{"no jobs between " + edge(options.since, "the beginning") + " and " +
                     edge(options.until, "now") + " in " + source};
     }
-    const std::string rendered = format == "csv"    ? rp::render_csv(report)
-                                 : format == "html" ? rp::render_html(report)
-                                 : format == "json" ? rp::render_json(report)
-                                                    : rp::render_text(report);
+    page.usage = std::move(report);
+    // CSV stays the accounting table (one row shape): --decisions/--budgets --format csv give the others.
+    const std::string rendered = format == "csv"    ? rp::render_csv(page.usage)
+                                 : format == "html" ? rp::render_page_html(page)
+                                 : format == "json" ? rp::render_page_json(page)
+                                                    : rp::render_page_text(page);
     write_output(output, rendered);
     return 0;
   } catch (const Failure& f) {

@@ -130,7 +130,8 @@ std::string run_capture(const Command& command) {
   return text;
 }
 
-std::vector<std::string> sacct_runs_arguments(const std::string& since, const std::string& until, bool steps) {
+std::vector<std::string> sacct_runs_arguments(const std::string& since, const std::string& until, bool steps,
+                                              const char* format) {
   // -D: every run of a requeued job. --state=RUNNING selects by each run's own start and end
   // ("ran during the window"); without it sacct also requires EligibleTime < --endtime, and
   // Slurm rewrites a requeued run's EligibleTime to the job's next begin time, so a run that
@@ -142,7 +143,7 @@ std::vector<std::string> sacct_runs_arguments(const std::string& since, const st
   std::vector<std::string> args = {"sacct", "-a", "-D", "--parsable2",
                                    std::string("--delimiter=") + report::kSacctDelimiter,
                                    "--state=RUNNING,SUSPENDED,CANCELLED",
-                                   "--format=" + std::string(report::kSacctFormat),
+                                   "--format=" + std::string(format),
                                    "--starttime=" + since, "--endtime=" + until};
   if (!steps) args.insert(args.begin() + 3, "-X");
   return args;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "scaleguard/report.h"
+
 namespace scaleguard::cli {
 
 // A runtime failure a verb reports on stderr with exit status 1.
@@ -36,7 +38,8 @@ void run_lines(const Command& command, std::size_t max_line,
 // The sacct query for every run of every job that ran between `since` and `until`
 // (YYYY-MM-DDTHH:MM:SS in the clock sacct prints), in report.h's columns and delimiter, one
 // record per run (-D). `steps`: with the job steps (their exit codes tell checkpointed stops).
-// docs/report.md explains each option.
-std::vector<std::string> sacct_runs_arguments(const std::string& since, const std::string& until, bool steps);
+// `format`: the columns (the report asks for kSacctReportFormat). docs/report.md explains each option.
+std::vector<std::string> sacct_runs_arguments(const std::string& since, const std::string& until, bool steps,
+                                              const char* format = report::kSacctFormat);
 
 }  // namespace scaleguard::cli

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_format.h"
+#include "report_sections.h"
 #include "scaleguard/report_budgets.h"
 #include "scaleguard/report_decisions.h"
 
@@ -125,10 +126,9 @@ std::string render_budgets_json(const BudgetReport& r) {
   return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-std::string render_budgets_html(const BudgetReport& r) {
-  std::string h = html_head("scaleguard budgets " + format_utc_time(r.snapshot));
-  h += "<h1>scaleguard budgets</h1><div class=\"muted\">ledger " + esc(r.ledger) + ", counted " +
-       esc(format_utc_time(r.snapshot)) + "</div>";
+std::string budgets_html_body(const BudgetReport& r, const char* tag) {
+  const std::string o = std::string("<") + tag + ">", c = std::string("</") + tag + ">";
+  std::string h;
   int refused = 0;
   double kept = 0;
   for (const auto& b : r.lines) refused += b.refused, kept += b.kept_out_gpu_hours;
@@ -176,8 +176,8 @@ std::string render_budgets_html(const BudgetReport& r) {
   svg += rect(left, y + 20, 12, 12, kUseful, "used") + text(left + 16, y + 30, "used", "start", "axis");
   svg += rect(left + 70, y + 20, 12, 12, kWasteColours[1], "committed") + text(left + 86, y + 30, "committed", "start", "axis");
   svg += rect(left + 170, y + 20, 12, 12, kWasteColours[3], "held") + text(left + 186, y + 30, "held by pending jobs", "start", "axis");
-  h += "<h2>Use of each budget</h2>" + svg + "</svg>\n";
-  h += "<h2>Budgets</h2><table><tr><th>budget</th><th class=\"l\">scope</th><th class=\"l\">period</th><th>budget</th>"
+  h += o + "Use of each budget" + c + svg + "</svg>\n";
+  h += o + "Budgets" + c + "<table><tr><th>budget</th><th class=\"l\">scope</th><th class=\"l\">period</th><th>budget</th>"
        "<th>used</th><th>committed</th><th>held</th><th>left</th><th>forecast</th><th>refused</th>"
        "<th>kept out GPU-h</th><th>warned</th></tr>";
   for (const auto& b : r.lines)
@@ -191,8 +191,14 @@ std::string render_budgets_html(const BudgetReport& r) {
   for (const auto& n : r.notes) h += "<p class=\"muted\">note: " + esc(n) + "</p>";
   h += "<p class=\"muted\">used: accounting (sacct) inside the period; committed: what running jobs' time limits "
        "still allow; held: the most pending jobs may take; forecast: used at the period's end at the burn rate so "
-       "far. See docs/report.md.</p></body></html>\n";
+       "far. See docs/report.md.</p>\n";
   return h;
+}
+
+std::string render_budgets_html(const BudgetReport& r) {
+  return html_head("scaleguard budgets " + format_utc_time(r.snapshot)) + "<h1>scaleguard budgets</h1>" +
+         "<div class=\"muted\">ledger " + esc(r.ledger) + ", counted " + esc(format_utc_time(r.snapshot)) + "</div>" +
+         budgets_html_body(r, "h2") + "</body></html>\n";
 }
 
 }  // namespace scaleguard::report

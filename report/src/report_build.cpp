@@ -50,6 +50,7 @@ struct JobAcc {
   std::int64_t last_start = -2;
   PlanNote note;
   bool spot = false;
+  double util_gpu_hours = 0, util_weighted = 0;   // runs with recorded GPU utilisation
 };
 
 }  // namespace
@@ -159,6 +160,11 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
     }
     if (note.present) acc.note = note;
     acc.spot = acc.spot || spot;
+    if (run.gpu_util >= 0 && gpu_h > 0) {
+      // Percent of the GPUs' time; a release that sums several GPUs of one task is capped.
+      acc.util_gpu_hours += gpu_h;
+      acc.util_weighted += gpu_h * std::min(run.gpu_util, 100.0);
+    }
   }
 
   auto count_jobs = [](auto& usage, const auto& sets) {
@@ -177,9 +183,22 @@ Report build_report(const std::vector<Run>& runs, const Options& options) {
   for (auto& acc : jobs) {
     JobSummary& s = acc.summary;
     const PlanNote& note = acc.note;
-    if (note.present && note.gpus > 0 && s.gpus > note.gpus)
-      s.flags.push_back("low_gpu_efficiency: " + std::to_string(s.gpus) +
-                        " GPUs allocated, plan uses " + std::to_string(note.gpus));
+    // GPU utilisation: what accounting recorded where it did; the plan's estimate (the GPUs it
+    // uses of those allocated) only where not, and labelled so.
+    if (acc.util_gpu_hours > 0) {
+      s.gpu_util = acc.util_weighted / acc.util_gpu_hours;
+      s.gpu_util_source = "accounting";
+      if (s.gpu_util < options.min_gpu_util)
+        s.flags.push_back("low_gpu_efficiency: " + std::to_string(s.gpus) + " GPU" + (s.gpus == 1 ? "" : "s") +
+                          " busy " + fixed(s.gpu_util, 0) + "% of the time (accounting: gres/gpuutil; limit " +
+                          fixed(options.min_gpu_util, 0) + "%)");
+    } else if (note.present && note.gpus > 0 && s.gpus > 0) {
+      s.gpu_util = 100.0 * std::min(note.gpus, s.gpus) / s.gpus;
+      s.gpu_util_source = "plan estimate";
+      if (s.gpus > note.gpus)
+        s.flags.push_back("low_gpu_efficiency (plan estimate, no GPU utilisation in accounting): " +
+                          std::to_string(s.gpus) + " GPUs allocated, plan uses " + std::to_string(note.gpus));
+    }
     if (note.present && note.comm_ratio > options.max_comm_ratio)
       s.flags.push_back("comm_heavy: plan communicates " + fixed(note.comm_ratio * 100, 0) +
                         "% of compute time (limit " + fixed(options.max_comm_ratio * 100, 0) + "%)");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -215,7 +216,7 @@ Result<AuditRecord> parse_decision_line(const std::string& line) {
 
 namespace {
 
-void count(DecisionCounts& c, const AuditRecord& r) {
+void count(DecisionCounts& c, const AuditRecord& r, double usd_per_gpu_hour) {
   ++c.decisions;
   if (r.action == "accept") ++c.accepted;
   else if (r.action == "warn") ++c.warned;
@@ -223,6 +224,7 @@ void count(DecisionCounts& c, const AuditRecord& r) {
   else ++c.refused;
   c.judged_gpu_hours += r.judged_gpu_hours;
   c.avoided_gpu_hours += r.avoided_gpu_hours;
+  c.avoided_usd += r.avoided_gpu_hours * usd_per_gpu_hour;
 }
 
 std::string user_key(const AuditRecord& r) {
@@ -258,6 +260,8 @@ class Summarizer {
   }
 
   DecisionReport finish() {
+    report_.priced = !options_.usd_per_gpu_hour.empty();
+    report_.unpriced.assign(unpriced_.begin(), unpriced_.end());
     report_.since = options_.since >= 0 ? options_.since : first_;
     report_.until = options_.until >= 0 ? options_.until : (last_ >= 0 ? last_ + 1 : -1);
     return std::move(report_);
@@ -273,12 +277,22 @@ class Summarizer {
     first_ = first_ < 0 ? r.ts : std::min(first_, r.ts);
     last_ = std::max(last_, r.ts);
     DecisionGroups& g = r.shadow ? report_.shadow : report_.enforced;
-    count(g.total, r);
+    // A job that listed partitions runs in whichever starts it: the cheapest is claimed.
+    double usd = -1;
+    if (!options_.usd_per_gpu_hour.empty()) {
+      std::istringstream names(r.partition);
+      for (std::string name; std::getline(names, name, ',');)
+        if (const auto price = options_.usd_per_gpu_hour.find(name); price != options_.usd_per_gpu_hour.end())
+          usd = usd < 0 ? price->second : std::min(usd, price->second);
+      if (usd < 0 && r.avoided_gpu_hours > 0) unpriced_.insert(r.partition.empty() ? "(none)" : r.partition);
+    }
+    usd = std::max(usd, 0.0);
+    count(g.total, r, usd);
     if (r.action == "accept") return;
-    if (r.rules.empty()) count(g.by_rule["(none)"], r);
-    for (const auto& rule : r.rules) count(g.by_rule[rule], r);
-    count(g.by_user[user_key(r)], r);
-    count(g.by_partition[r.partition.empty() ? "(none)" : r.partition], r);
+    if (r.rules.empty()) count(g.by_rule["(none)"], r, usd);
+    for (const auto& rule : r.rules) count(g.by_rule[rule], r, usd);
+    count(g.by_user[user_key(r)], r, usd);
+    count(g.by_partition[r.partition.empty() ? "(none)" : r.partition], r, usd);
 
     if (r.avoided_gpu_hours <= 0 || options_.largest == 0) return;
     auto& top = report_.largest;
@@ -292,6 +306,7 @@ class Summarizer {
 
   DecisionOptions options_;
   DecisionReport report_;
+  std::set<std::string> unpriced_;
   std::int64_t first_ = -1, last_ = -1;
 };
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_format.h"
+#include "report_sections.h"
 #include "scaleguard/report_decisions.h"
 
 namespace scaleguard::report {
@@ -29,17 +30,18 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
 
 // "7 decisions: 3 accepted, 1 warned, 1 rewritten, 2 refused; 1536.00 GPU-hours avoided of
 // 1700.00 judged" or, in shadow mode, "... would have refused 2, ...".
-std::string summary_line(const DecisionCounts& c, bool shadow) {
+std::string summary_line(const DecisionCounts& c, bool shadow, bool priced) {
+  const std::string usd = priced ? " ($" + fixed(c.avoided_usd, 2) + ")" : "";
   std::string s = std::to_string(c.decisions) + (c.decisions == 1 ? " decision: " : " decisions: ");
   if (shadow)
     s += std::to_string(c.accepted) + " accepted; would have refused " + std::to_string(c.refused) +
          ", rewritten " + std::to_string(c.rewritten) + ", warned " + std::to_string(c.warned) +
-         "; would have avoided " + hours(c.avoided_gpu_hours) + " GPU-hours of " +
+         "; would have avoided " + hours(c.avoided_gpu_hours) + " GPU-hours" + usd + " of " +
          hours(c.judged_gpu_hours) + " judged";
   else
     s += std::to_string(c.accepted) + " accepted, " + std::to_string(c.warned) + " warned, " +
          std::to_string(c.rewritten) + " rewritten, " + std::to_string(c.refused) + " refused; " +
-         hours(c.avoided_gpu_hours) + " GPU-hours avoided of " + hours(c.judged_gpu_hours) + " judged";
+         hours(c.avoided_gpu_hours) + " GPU-hours" + usd + " avoided of " + hours(c.judged_gpu_hours) + " judged";
   return s;
 }
 
@@ -62,26 +64,31 @@ std::vector<std::string> notes(const DecisionReport& r) {
                   (r.outside_window == 1 ? " decision" : " decisions") + " outside the window left out");
   if (!r.enforced.by_rule.empty() || !r.shadow.by_rule.empty())
     out.push_back("a decision that fired several rules counts under each of them in the rule tables");
+  if (!r.unpriced.empty())
+    out.push_back("no price for partition " + join(r.unpriced, ", ") + ": GPU-hours avoided there count $0");
   return out;
 }
 
-void text_table(std::string& out, const std::string& title, const std::map<std::string, DecisionCounts>& rows) {
+void text_table(std::string& out, const std::string& title, const std::map<std::string, DecisionCounts>& rows,
+                bool priced) {
   if (rows.empty()) return;
   std::size_t w = title.size();
   for (const auto& [k, c] : rows) w = std::max(w, cell(k, 32).size());
   out += "\n" + pad(title, w, false) + "  " + pad("REFUSED", 7, true) + " " + pad("REWRITTEN", 9, true) +
-         " " + pad("WARNED", 6, true) + " " + pad("AVOIDED GPU-H", 13, true) + "\n";
+         " " + pad("WARNED", 6, true) + " " + pad("AVOIDED GPU-H", 13, true) +
+         (priced ? " " + pad("AVOIDED $", 11, true) : "") + "\n";
   for (const auto& [k, c] : rows)
     out += pad(cell(k, 32), w, false) + "  " + pad(std::to_string(c.refused), 7, true) + " " +
            pad(std::to_string(c.rewritten), 9, true) + " " + pad(std::to_string(c.warned), 6, true) +
-           " " + pad(hours(c.avoided_gpu_hours), 13, true) + "\n";
+           " " + pad(hours(c.avoided_gpu_hours), 13, true) +
+           (priced ? " " + pad(fixed(c.avoided_usd, 2), 11, true) : "") + "\n";
 }
 
-void text_groups(std::string& out, const DecisionGroups& g, bool shadow) {
+void text_groups(std::string& out, const DecisionGroups& g, bool shadow, bool priced) {
   const std::string suffix = shadow ? " (SHADOW: WOULD HAVE)" : "";
-  text_table(out, "RULE" + suffix, g.by_rule);
-  text_table(out, "USER" + suffix, g.by_user);
-  text_table(out, "PARTITION" + suffix, g.by_partition);
+  text_table(out, "RULE" + suffix, g.by_rule, priced);
+  text_table(out, "USER" + suffix, g.by_user, priced);
+  text_table(out, "PARTITION" + suffix, g.by_partition, priced);
 }
 
 std::string verb(const AuditRecord& r) {
@@ -101,7 +108,7 @@ nlohmann::json counts_json(const DecisionCounts& c) {
   return {{"decisions", c.decisions},          {"accepted", c.accepted},
           {"warned", c.warned},                {"rewritten", c.rewritten},
           {"refused", c.refused},              {"judged_gpu_hours", c.judged_gpu_hours},
-          {"avoided_gpu_hours", c.avoided_gpu_hours}};
+          {"avoided_gpu_hours", c.avoided_gpu_hours}, {"avoided_usd", c.avoided_usd}};
 }
 
 nlohmann::json groups_json(const DecisionGroups& g) {
@@ -145,19 +152,20 @@ std::string rule_chart(const DecisionReport& r) {
   return svg + "</svg>";
 }
 
-std::string html_table(const std::string& title, const std::map<std::string, DecisionCounts>& rows) {
+std::string html_table(const std::string& title, const std::map<std::string, DecisionCounts>& rows, bool priced) {
   if (rows.empty()) return "";
   std::string h = "<h3>" + esc(title) + "</h3><table><tr><th>" + esc(title) +
                   "</th><th>refused</th><th>rewritten</th><th>warned</th><th>GPU-h judged</th>"
-                  "<th>GPU-h avoided</th></tr>";
+                  "<th>GPU-h avoided</th>" + (priced ? "<th>$ avoided</th>" : "") + "</tr>";
   for (const auto& [k, c] : rows)
     h += "<tr><td>" + esc(k) + "</td><td>" + std::to_string(c.refused) + "</td><td>" +
          std::to_string(c.rewritten) + "</td><td>" + std::to_string(c.warned) + "</td><td>" +
-         hours(c.judged_gpu_hours) + "</td><td>" + hours(c.avoided_gpu_hours) + "</td></tr>";
+         hours(c.judged_gpu_hours) + "</td><td>" + hours(c.avoided_gpu_hours) + "</td>" +
+         (priced ? "<td>" + fixed(c.avoided_usd, 2) + "</td>" : "") + "</tr>";
   return h + "</table>";
 }
 
-std::string html_cards(const DecisionCounts& c, bool shadow) {
+std::string html_cards(const DecisionCounts& c, bool shadow, bool priced) {
   const std::string would = shadow ? "would have " : "";
   return "<div class=\"cards\"><div class=\"card\">decisions<b>" + std::to_string(c.decisions) + "</b>" +
          std::to_string(c.accepted) + " accepted</div><div class=\"card bad\">" + would + "refused<b>" +
@@ -165,18 +173,20 @@ std::string html_cards(const DecisionCounts& c, bool shadow) {
          std::to_string(c.rewritten) + "</b></div><div class=\"card\">" + would + "warned<b>" +
          std::to_string(c.warned) + "</b></div><div class=\"card bad\">GPU-hours " + would + "avoided<b>" +
          hours(c.avoided_gpu_hours) + "</b>" + percent(c.avoided_gpu_hours, c.judged_gpu_hours) +
-         " of " + hours(c.judged_gpu_hours) + " judged</div></div>\n";
+         " of " + hours(c.judged_gpu_hours) + " judged</div>" +
+         (priced ? "<div class=\"card bad\">dollars " + would + "avoided<b>$" + fixed(c.avoided_usd, 2) + "</b></div>" : "") +
+         "</div>\n";
 }
 
 }  // namespace
 
 std::string render_decisions_text(const DecisionReport& r) {
   std::string out = "scaleguard decisions: " + window_of(r) + "\n";
-  out += "enforced: " + summary_line(r.enforced.total, false) + "\n";
+  out += "enforced: " + summary_line(r.enforced.total, false, r.priced) + "\n";
   if (r.shadow.total.decisions > 0)
-    out += "shadow mode (logged, not enforced): " + summary_line(r.shadow.total, true) + "\n";
-  text_groups(out, r.enforced, false);
-  text_groups(out, r.shadow, true);
+    out += "shadow mode (logged, not enforced): " + summary_line(r.shadow.total, true, r.priced) + "\n";
+  text_groups(out, r.enforced, false, r.priced);
+  text_groups(out, r.shadow, true, r.priced);
   if (!r.largest.empty()) {
     out += "\nLARGEST\n";
     for (const auto& d : r.largest) {
@@ -242,27 +252,24 @@ std::string render_decisions_json(const DecisionReport& r) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string render_decisions_html(const DecisionReport& r) {
-  const std::string window = window_of(r);
-  std::string h = html_head("scaleguard decisions " + window);
-  h += "<h1>scaleguard decisions</h1><div class=\"muted\">" + esc(window) +
-       " (UTC) &mdash; what job_submit/scaleguard refused, rewrote and warned about</div>";
-  h += "<h2>Enforced</h2>" + html_cards(r.enforced.total, false);
+std::string decisions_html_body(const DecisionReport& r, const char* tag) {
+  const std::string o = std::string("<") + tag + ">", c = std::string("</") + tag + ">";
+  std::string h = o + "Enforced" + c + html_cards(r.enforced.total, false, r.priced);
   if (r.shadow.total.decisions > 0)
-    h += "<h2>Shadow mode (logged, not enforced)</h2>" + html_cards(r.shadow.total, true);
-  h += "<h2>GPU-hours avoided by rule</h2>" + rule_chart(r) + "\n";
-  h += "<h2>Refused, rewritten and warned</h2>";
-  h += html_table("rule", r.enforced.by_rule);
-  h += html_table("user", r.enforced.by_user);
-  h += html_table("partition", r.enforced.by_partition);
+    h += o + "Shadow mode (logged, not enforced)" + c + html_cards(r.shadow.total, true, r.priced);
+  h += o + "GPU-hours avoided by rule" + c + rule_chart(r) + "\n";
+  h += o + "Refused, rewritten and warned" + c;
+  h += html_table("rule", r.enforced.by_rule, r.priced);
+  h += html_table("user", r.enforced.by_user, r.priced);
+  h += html_table("partition", r.enforced.by_partition, r.priced);
   if (r.shadow.total.decisions > r.shadow.total.accepted) {
-    h += "<h2>Shadow mode: would have refused, rewritten and warned</h2>";
-    h += html_table("rule (would have)", r.shadow.by_rule);
-    h += html_table("user (would have)", r.shadow.by_user);
-    h += html_table("partition (would have)", r.shadow.by_partition);
+    h += o + "Shadow mode: would have refused, rewritten and warned" + c;
+    h += html_table("rule (would have)", r.shadow.by_rule, r.priced);
+    h += html_table("user (would have)", r.shadow.by_user, r.priced);
+    h += html_table("partition (would have)", r.shadow.by_partition, r.priced);
   }
   if (!r.largest.empty()) {
-    h += "\n<h2>Largest</h2><table><tr><th>time (UTC)</th><th class=\"l\">decision</th>"
+    h += "\n" + o + "Largest" + c + "<table class=\"decisions\"><tr><th>time (UTC)</th><th class=\"l\">decision</th>"
          "<th class=\"l\">action</th><th class=\"l\">user</th><th class=\"l\">partition</th>"
          "<th class=\"l\">job</th><th>GPU-h judged</th><th>GPU-h avoided</th><th class=\"l\">rules</th>"
          "<th class=\"l\">changes / message</th></tr>";
@@ -280,8 +287,16 @@ std::string render_decisions_html(const DecisionReport& r) {
   for (const auto& n : notes(r)) h += "<p class=\"muted\">note: " + esc(n) + "</p>";
   h += "<p class=\"muted\">GPU-hours judged = the envelope Slurm may grant (GPUs x time limit x "
        "array tasks); avoided = judged minus granted (all of it for a refusal, the cut for a "
-       "rewrite). Shadow-mode decisions were only logged. See docs/report.md.</p></body></html>\n";
+       "rewrite); dollars at the partition's price in the policy. Shadow-mode decisions were only "
+       "logged. See docs/report.md.</p>\n";
   return h;
+}
+
+std::string render_decisions_html(const DecisionReport& r) {
+  const std::string window = window_of(r);
+  return html_head("scaleguard decisions " + window) + "<h1>scaleguard decisions</h1><div class=\"muted\">" +
+         esc(window) + " (UTC) &mdash; what job_submit/scaleguard refused, rewrote and warned about</div>" +
+         decisions_html_body(r, "h2") + "</body></html>\n";
 }
 
 }  // namespace scaleguard::report

@@ -86,6 +86,7 @@ inline std::string html_head(const std::string& title) {
          "th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}"
          "th:first-child,td:first-child{text-align:left}th{background:#eef1f5}"
          "td.l,th.l{text-align:left}.flag{color:#a04000;font-size:11px}"
+         "h2.section{font-size:20px;margin-top:40px;border-bottom:2px solid #888}.missing{color:#a04000}"
          "svg text{font-size:11px;fill:#333}svg .grid{stroke:#e3e3e3}svg .axisline{stroke:#888}"
          "</style></head><body>\n";
 }

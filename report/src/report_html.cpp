@@ -7,21 +7,14 @@
 #include <vector>
 
 #include "report_format.h"
+#include "report_sections.h"
 #include "scaleguard/report.h"
+#include "scaleguard/report_axis.h"
 
 namespace scaleguard::report {
 namespace {
 
 using namespace fmt;
-
-// Smallest 1/2/5 x 10^k not below v: a tick step a reader can add up.
-double nice_step(double v) {
-  if (v <= 0) return 1;
-  const double p = std::pow(10.0, std::floor(std::log10(v)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * p >= v * (1 - 1e-9)) return m * p;
-  return 10 * p;
-}
 
 // GPU-hours per day, useful and wasted stacked.
 std::string day_chart(const Report& r) {
@@ -32,16 +25,14 @@ std::string day_chart(const Report& r) {
   for (const auto& [d, u] : r.by_day) max = std::max(max, u.gpu_hours);
   if (r.by_day.empty() || max <= 0)
     return svg + text(W / 2, H / 2, "no GPU time in this window", "middle", "muted") + "</svg>";
-  // About five gridlines at round values.
-  const double step = nice_step(max / 5);
-  const int ticks = static_cast<int>(std::ceil(max / step - 1e-9));
-  const double top_v = step * ticks, plot_w = W - left - right, plot_h = H - top - bottom;
-  const int decimals = step >= 1 ? 0 : step >= 0.1 ? 1 : 2;
-  for (int i = 0; i <= ticks; ++i) {
-    const double y = top + plot_h - plot_h * i / ticks;
+  // About five gridlines at round values, labelled so that no two read alike.
+  const AxisTicks ticks = nice_ticks(max, 5);
+  const double top_v = ticks.top(), plot_w = W - left - right, plot_h = H - top - bottom;
+  for (int i = 0; i <= ticks.intervals; ++i) {
+    const double y = top + plot_h - plot_h * i / ticks.intervals;
     svg += "<line x1=\"" + fixed(left, 1) + "\" x2=\"" + fixed(W - right, 1) + "\" y1=\"" +
            fixed(y, 1) + "\" y2=\"" + fixed(y, 1) + "\" class=\"grid\"/>";
-    svg += text(left - 6, y + 4, fixed(step * i, decimals), "end", "axis");
+    svg += text(left - 6, y + 4, ticks.labels[i], "end", "axis ytick");
   }
   svg += "<text x=\"0\" y=\"0\" transform=\"translate(16 " + fixed(top + plot_h / 2, 1) +
          ") rotate(-90)\" text-anchor=\"middle\" class=\"axis\">GPU-hours</text>";
@@ -138,18 +129,15 @@ std::string usage_table(const char* title, const Map& rows, KeyFn key_of) {
 
 }  // namespace
 
-std::string render_html(const Report& r) {
+std::string usage_html_body(const Report& r, const std::string& extra_cards) {
   const Usage& t = r.total;
-  const std::string window = (r.since >= 0 ? format_time(r.since) : "?") + " .. " +
-                             (r.until >= 0 ? format_time(r.until) : "?");
-  std::string h = html_head("scaleguard report " + window);
-  h += "<h1>scaleguard GPU report</h1><div class=\"muted\">" + esc(window) + "</div>";
-  h += "<div class=\"cards\"><div class=\"card\">jobs<b>" + std::to_string(t.jobs) + "</b>" +
+  std::string h = "<div class=\"cards\"><div class=\"card\">jobs<b>" + std::to_string(t.jobs) + "</b>" +
        std::to_string(t.runs) + " runs</div><div class=\"card\">GPU-hours<b>" +
        hours(t.gpu_hours) + "</b></div><div class=\"card bad\">wasted GPU-hours<b>" +
        hours(t.wasted_gpu_hours) + "</b>" + percent(t.wasted_gpu_hours, t.gpu_hours) +
        " of all</div><div class=\"card\">cost<b>$" + fixed(t.cost_usd, 2) +
-       "</b></div><div class=\"card bad\">wasted cost<b>$" + fixed(t.wasted_usd, 2) + "</b></div></div>\n";
+       "</b></div><div class=\"card bad\">wasted cost<b>$" + fixed(t.wasted_usd, 2) + "</b></div>" +
+       extra_cards + "</div>\n";
   h += "<h2>GPU-hours per day</h2>" + day_chart(r) + "\n";
   h += "<div class=\"row\"><div><h2>Waste share</h2>" + waste_chart(r) +
        "</div><div><h2>Cost by partition</h2>" + cost_chart(r) + "</div></div>\n";
@@ -160,23 +148,37 @@ std::string render_html(const Report& r) {
   h += usage_table("state", r.by_state, same);
   h += "\n<h2>Jobs</h2><table><tr><th>job</th><th class=\"l\">user</th>"
        "<th class=\"l\">partition</th><th class=\"l\">state</th><th>runs</th><th>GPUs</th><th>GPU-h</th><th>wasted GPU-h</th><th>cost $</th>"
-       "<th class=\"l\">flags</th></tr>";
+       "<th>GPU util</th><th class=\"l\">flags</th></tr>";
   for (const auto& j : r.jobs) {
     std::string flags;
     for (const auto& f : j.flags) flags += "<div class=\"flag\">" + esc(f) + "</div>";
+    const std::string util = j.gpu_util < 0 ? "-"
+                             : fixed(j.gpu_util, 0) + "%" +
+                                   (j.gpu_util_source == "accounting" ? "" : " (plan estimate)");
     h += "<tr><td>" + esc(j.job_id) + "</td><td class=\"l\">" +
          esc(j.user) + "</td><td class=\"l\">" + esc(j.partition) + "</td><td class=\"l\">" +
          esc(j.state) + "</td><td>" + std::to_string(j.runs) + "</td><td>" + std::to_string(j.gpus) +
          "</td><td>" + hours(j.gpu_hours) + "</td><td>" + hours(j.wasted_gpu_hours) +
-         "</td><td>" + fixed(j.cost_usd, 2) + "</td><td class=\"l\">" + flags + "</td></tr>";
+         "</td><td>" + fixed(j.cost_usd, 2) + "</td><td>" + util + "</td><td class=\"l\">" + flags + "</td></tr>";
   }
   h += "</table>\n";
   for (const auto& n : r.notes) h += "<p class=\"muted\">note: " + esc(n) + "</p>";
   h += "<p class=\"muted\">GPU-hours = allocated GPUs x elapsed time inside the window. Waste: "
        "failed runs count whole; interrupted runs (node failure, timeout, preemption, requeue) "
-       "lose half a checkpoint interval, or the whole run without checkpoints. See "
-       "docs/report.md.</p></body></html>\n";
+       "lose half a checkpoint interval, or the whole run without checkpoints. GPU util: what "
+       "accounting recorded (sacct gres/gpuutil), else the plan's estimate, marked so. See "
+       "docs/report.md.</p>\n";
   return h;
+}
+
+std::string usage_window(const Report& r) {
+  return (r.since >= 0 ? format_time(r.since) : "?") + " .. " + (r.until >= 0 ? format_time(r.until) : "?");
+}
+
+std::string render_html(const Report& r) {
+  const std::string window = usage_window(r);
+  return html_head("scaleguard report " + window) + "<h1>scaleguard GPU report</h1><div class=\"muted\">" +
+         esc(window) + "</div>" + usage_html_body(r, "") + "</body></html>\n";
 }
 
 }  // namespace scaleguard::report

@@ -41,7 +41,9 @@ std::string render_json(const Report& r) {
                          {"runs", job.runs},           {"gpus", job.gpus},
                          {"gpu_hours", job.gpu_hours}, {"wasted_gpu_hours", job.wasted_gpu_hours},
                          {"cost_usd", job.cost_usd},   {"wasted_usd", job.wasted_usd},
-                         {"flags", job.flags}});
+                         {"flags", job.flags},
+                         {"gpu_util", job.gpu_util >= 0 ? nlohmann::json(job.gpu_util) : nlohmann::json()},
+                         {"gpu_util_source", job.gpu_util_source}});
   j["notes"] = r.notes;
   // Invalid UTF-8 (sacct passes bytes through) becomes U+FFFD, not an exception.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

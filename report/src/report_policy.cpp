@@ -3,6 +3,7 @@
 // spot or on-demand price by the partition's capacity.
 #include "scaleguard/policy.h"
 #include "scaleguard/report.h"
+#include "scaleguard/report_decisions.h"
 
 namespace scaleguard::report {
 
@@ -19,6 +20,13 @@ Options options_from_policy(const Policy& policy) {
   const Rule& small = policy.rules[static_cast<int>(RuleId::distributed_min_gpu_hours)];
   if (small.enabled) options.distributed_min_gpu_hours = small.threshold;
   return options;
+}
+
+std::map<std::string, double> decision_prices(const Policy& policy) {
+  std::map<std::string, double> prices;
+  for (const auto& [name, price] : options_from_policy(policy).prices) prices[name] = price.usd_per_gpu_hour;
+  if (const Partition* d = policy.default_partition(); d && prices.count(d->name)) prices["(default)"] = prices[d->name];
+  return prices;
 }
 
 }  // namespace scaleguard::report

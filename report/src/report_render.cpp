@@ -28,6 +28,12 @@ void usage_table(std::string& out, const char* title, const Map& rows, KeyFn key
            pad(fixed(u.cost_usd, 2), 11, true) + "\n";
 }
 
+// "87%" (accounting), "13% plan" (the plan's estimate), "-" (neither).
+std::string util_cell(const JobSummary& j) {
+  if (j.gpu_util < 0) return "-";
+  return fixed(j.gpu_util, 0) + "%" + (j.gpu_util_source == "accounting" ? "" : " plan");
+}
+
 }  // namespace
 
 std::string render_text(const Report& r) {
@@ -49,14 +55,14 @@ std::string render_text(const Report& r) {
            pad("USER", 10, false) + " " + pad("PARTITION", 10, false) + " " +
            pad("STATE", 13, false) + " " + pad("RUNS", 4, true) + " " + pad("GPUS", 4, true) +
            " " + pad("GPU-H", 9, true) + " " + pad("WASTED", 9, true) + " " +
-           pad("COST $", 10, true) + "\n";
+           pad("COST $", 10, true) + " " + pad("GPU UTIL", 10, true) + "\n";
     for (const auto& j : r.jobs) {
       out += pad(cell(j.job_id, 12), 12, false) + " " +
              pad(cell(j.user, 10), 10, false) + " " + pad(cell(j.partition, 10), 10, false) + " " +
              pad(cell(j.state, 13), 13, false) + " " + pad(std::to_string(j.runs), 4, true) + " " +
              pad(std::to_string(j.gpus), 4, true) + " " + pad(hours(j.gpu_hours), 9, true) +
              " " + pad(hours(j.wasted_gpu_hours), 9, true) + " " +
-             pad(fixed(j.cost_usd, 2), 10, true) + "\n";
+             pad(fixed(j.cost_usd, 2), 10, true) + " " + pad(util_cell(j), 10, true) + "\n";
       for (const auto& f : j.flags) out += "    ! " + f + "\n";
     }
   }

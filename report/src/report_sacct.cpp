@@ -15,6 +15,9 @@ namespace scaleguard::report {
 const char* const kSacctFormat =
     "JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
     "NNodes,ExitCode,NodeList,AdminComment";
+const char* const kSacctReportFormat =
+    "JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,"
+    "NNodes,ExitCode,NodeList,TRESUsageInAve,AdminComment";
 const char kSacctDelimiter = '\x1f';
 
 namespace {
@@ -98,6 +101,26 @@ Result<int> gpus_in_tres(const std::string& tres, const SharedGpuGres& shared) {
   return *n;
 }
 
+// gres/gpuutil in a step's TRESUsageInAve ("cpu=00:01:02,gres/gpumem=1.50G,gres/gpuutil=87,
+// mem=..."): the step's mean GPU utilisation in percent; -1 when the list has no gpuutil.
+// Slurm prints it as a plain integer; a unit suffix (K, M: convert_num_unit in older releases)
+// is read too. A value that is not a number is -1, not an error: this field only informs.
+double gpuutil_in(const std::string& tres) {
+  static const std::string key = "gres/gpuutil=";
+  std::size_t at = 0;
+  while ((at = tres.find(key, at)) != std::string::npos && at > 0 && tres[at - 1] != ',') at += key.size();
+  if (at == std::string::npos) return -1;
+  const std::string value = tres.substr(at + key.size(), tres.find(',', at) - at - key.size());
+  if (value.empty() || value.size() > 24 || !std::isdigit(static_cast<unsigned char>(value[0]))) return -1;
+  char* rest = nullptr;
+  double v = std::strtod(value.c_str(), &rest);
+  const std::string unit = rest;
+  if (unit == "K") v *= 1e3;
+  else if (unit == "M") v *= 1e6;
+  else if (!unit.empty()) return -1;
+  return v >= 0 && v < 1e9 ? v : -1;
+}
+
 // sacct prints "Unknown" (running: End) or "None" (pending: Start) for times it lacks.
 Result<std::int64_t> optional_time(const std::string& text) {
   if (text.empty() || text == "Unknown" || text == "None") return std::int64_t{-1};
@@ -165,6 +188,7 @@ SacctColumns find_columns(const std::vector<std::string>& header) {
     else if (name == "nodelist") c.nodelist = at;
     else if (name == "admincomment") c.admin_comment = at;
     else if (name == "comment") c.comment = at;
+    else if (name == "tresusageinave") c.tres_usage_ave = at;
   }
   return c;
 }
@@ -200,6 +224,7 @@ Result<Run> read_run(const std::vector<std::string>& fields, const SacctColumns&
   if (run.job_id.empty()) return bad("JobID", "is empty");
   if (run.job_id.find('.') != std::string::npos) {
     run.exit_code = get(c.exit);
+    run.gpu_util = gpuutil_in(get(c.tres_usage_ave));
     return run;
   }
   const std::string state = get(c.state);
@@ -353,11 +378,13 @@ Result<std::vector<Run>> parse_sacct(const std::string& text, const std::string&
     // Steps (123.batch, 123.0, 123.extern) appear without -X, after their run's allocation
     // line, which covers their GPU time. A step that exited with the runner's "stopped after
     // a checkpoint" code tells that the run's work was saved before it ended.
+    // Their TRESUsageInAve carries the GPU utilisation accounting recorded, if any.
     if (run->state.empty()) {
       const std::string& id = run->job_id;
-      if (!runs.empty() && runs.back().job_id == id.substr(0, id.find('.')) &&
-          run->exit_code == std::to_string(kExitStoppedAfterCheckpoint) + ":0")
-        runs.back().checkpointed_stop = true;
+      if (!runs.empty() && runs.back().job_id == id.substr(0, id.find('.'))) {
+        if (run->exit_code == std::to_string(kExitStoppedAfterCheckpoint) + ":0") runs.back().checkpointed_stop = true;
+        runs.back().gpu_util = std::max(runs.back().gpu_util, run->gpu_util);
+      }
       continue;
     }
     runs.push_back(std::move(run).value());

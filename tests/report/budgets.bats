@@ -60,8 +60,10 @@ sg() { "$SCALEGUARD_BIN" "$@"; }
   run sg report --budgets "${opts[@]}" --since 2026-12-01
   assert_failure 2
   assert_output --partial 'does not go with --budgets'
-  run sg report --ledger "$data/ledger.json"
+  # --ledger also names the ledger of the default (one-page) report, but not of --decisions alone.
+  run sg report --decisions "$data/decisions.jsonl" --ledger "$data/ledger.json"
   assert_failure 2
+  assert_output --partial 'does not go with --decisions'
   run sg report --budgets --policy "$data/policy.ini" --ledger /nonexistent/ledger.json
   assert_failure 1
   assert_output --partial 'cannot read the budget ledger /nonexistent/ledger.json'

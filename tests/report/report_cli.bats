@@ -36,7 +36,7 @@ SH
   assert_line --index 0 "scaleguard report: 2026-12-01T00:00:00 .. 2026-12-03T00:00:00"
   # 83.25 GPU-hours; on demand 50.25 x 32.77/8 + spot 33 x 9.83/8 = $246.39
   assert_line --index 1 "11 jobs, 13 runs, 83.25 GPU-hours, 20.33 wasted (24.4%), cost \$246.39 (\$35.50 wasted)"
-  assert_output --partial "! low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
+  assert_output --partial "! low_gpu_efficiency (plan estimate, no GPU utilisation in accounting): 8 GPUs allocated, plan uses 1"
 }
 
 @test "csv and html go to --output" {
@@ -58,7 +58,7 @@ SH
 13
 83.25
 33
-low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
+low_gpu_efficiency (plan estimate, no GPU utilisation in accounting): 8 GPUs allocated, plan uses 1"
 }
 
 @test "runs sacct with an argument vector for the window and reads its output" {
@@ -72,7 +72,7 @@ low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
 --parsable2
 --delimiter="$'\x1f'"
 --state=RUNNING,SUSPENDED,CANCELLED
---format=JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,AdminComment
+--format=JobID,User,Account,Partition,State,Start,End,ElapsedRaw,AllocTRES,ReqTRES,NNodes,ExitCode,NodeList,TRESUsageInAve,AdminComment
 --starttime=2026-12-01T00:00:00
 --endtime=2026-12-03T00:00:00"
 }

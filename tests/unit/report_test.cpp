@@ -481,7 +481,9 @@ TEST(ReportBuild, GroupsByUserAccountStateAndDay) {
 TEST(ReportBuild, FlagsInefficientJobs) {
   const rp::Report r = mixed_report();
   ASSERT_NE(job(r, "109"), nullptr);
-  EXPECT_TRUE(has_flag(*job(r, "109"), "low_gpu_efficiency: 8 GPUs allocated, plan uses 1"));
+  // No gres/gpuutil in this sacct output: the plan's estimate, labelled so.
+  EXPECT_TRUE(has_flag(*job(r, "109"), "low_gpu_efficiency (plan estimate, no GPU utilisation in accounting): "
+                                       "8 GPUs allocated, plan uses 1"));
   EXPECT_TRUE(has_flag(*job(r, "102"), "comm_heavy: plan communicates 35%"));
   EXPECT_TRUE(has_flag(*job(r, "105"), "small_distributed"));
   EXPECT_TRUE(has_flag(*job(r, "105"), "spot_without_checkpoint"));

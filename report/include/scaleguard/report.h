@@ -26,12 +26,15 @@ namespace scaleguard::report {
 // newlines), which could forge whole records. AdminComment is written by job_submit/scaleguard
 // (control characters stripped) and operators only.
 extern const char* const kSacctFormat;  // "JobID,User,...,AdminComment"
+// What `scaleguard report` asks for: kSacctFormat with TRESUsageInAve before AdminComment
+// (its steps' gres/gpuutil: the GPU utilisation accounting recorded, where it does).
+extern const char* const kSacctReportFormat;
 // The field delimiter asked for (sacct --parsable2 --delimiter=): the ASCII unit separator,
 // which AdminComment's " | " does not contain.
 extern const char kSacctDelimiter;
 
 // scaleguard-run's exit code for "stopped by SIGUSR1/SIGTERM after writing a checkpoint"
-// (runner/src/exit_codes.h); scripts/sbatch/train.sbatch requeues the job on it.
+// (runner/src/config/exit_codes.h); scripts/sbatch/train.sbatch requeues the job on it.
 constexpr int kExitStoppedAfterCheckpoint = 85;
 
 // "YYYY-MM-DDTHH:MM:SS" (also "YYYY-MM-DD", "YYYY-MM-DDTHH:MM") -> civil seconds.
@@ -59,6 +62,11 @@ struct Run {
   // A step of this run exited with kExitStoppedAfterCheckpoint: the run's work is in a
   // checkpoint (seen only in sacct output with steps, i.e. without -X).
   bool checkpointed_stop = false;
+  // GPU utilisation (%) Slurm accounting recorded for this run: the highest gres/gpuutil in
+  // its steps' TRESUsageInAve (the step doing the work; the batch shell and the extern step
+  // idle beside it). -1 = not recorded (no such column or TRES: AccountingStorageTRES lacks
+  // gres/gpuutil, or no GPU plugin such as gpu/nvml measured it).
+  double gpu_util = -1;
 };
 
 // Records parse_sacct skipped as malformed (wrong field count, bad numbers or times).
@@ -93,7 +101,7 @@ struct SacctColumns {
   std::size_t count = 0;
   int job = -1, name = -1, user = -1, account = -1, partition = -1, state = -1, start = -1, end = -1,
       elapsed = -1, alloc = -1, req = -1, nodes = -1, exit = -1, nodelist = -1, admin_comment = -1,
-      comment = -1;
+      comment = -1, tres_usage_ave = -1;
 };
 
 // sacct output read one line at a time, for any volume in bounded memory (the budget sync):
@@ -147,6 +155,7 @@ struct Options {
   std::map<std::string, PartitionPrice> prices;   // by partition name
   double max_comm_ratio = 0.2;              // flag plans whose comm ratio exceeds this
   double distributed_min_gpu_hours = 100;   // flag multi-GPU jobs that used less than this
+  double min_gpu_util = 50;                 // flag jobs whose GPUs were busy less than this (%)
 };
 
 // Prices of every GPU partition in the policy and its max_comm_ratio and
@@ -167,7 +176,11 @@ struct JobSummary {
   std::string state;            // state of the job's last run
   int runs = 0, gpus = 0;
   double gpu_hours = 0, wasted_gpu_hours = 0, cost_usd = 0, wasted_usd = 0;
-  std::vector<std::string> flags;   // e.g. "low_gpu_efficiency: 8 GPUs allocated, plan uses 1"
+  std::vector<std::string> flags;   // e.g. "low_gpu_efficiency: 8 GPUs at 12% utilisation (accounting)"
+  // GPU utilisation (%): from accounting (gres/gpuutil, GPU-hour weighted over the runs that
+  // have it), else the plan's estimate (GPUs the plan uses / GPUs allocated); -1 = neither.
+  double gpu_util = -1;
+  std::string gpu_util_source;      // "accounting" | "plan estimate" | ""
 };
 
 struct Report {

@@ -15,6 +15,10 @@
 
 #include "scaleguard/result.h"
 
+namespace scaleguard {
+struct Policy;
+}
+
 namespace scaleguard::report {
 
 // Longer lines are skipped unread (a message is at most a few KiB).
@@ -53,6 +57,7 @@ struct DecisionCounts {
   int accepted = 0, warned = 0, rewritten = 0, refused = 0;
   double judged_gpu_hours = 0;   // sum of the envelopes judged
   double avoided_gpu_hours = 0;  // sum of avoided_gpu_hours (refusals and rewrites)
+  double avoided_usd = 0;        // the same at each decision's partition price (when priced)
 };
 
 // The decisions of one mode: enforced, or shadow (logged only: "would have ...").
@@ -71,6 +76,9 @@ struct SkippedLine {
 struct DecisionOptions {
   std::int64_t since = -1, until = -1;   // UTC; -1 = open end. since <= ts < until.
   std::size_t largest = 10;              // how many of the largest refusals/rewrites to keep
+  // $ per GPU-hour by partition (the policy's prices): avoided GPU-hours become dollars.
+  // Empty: the report has no dollars. A decision on a partition not here counts $0.
+  std::map<std::string, double> usd_per_gpu_hour;
 };
 
 struct DecisionReport {
@@ -82,10 +90,15 @@ struct DecisionReport {
   DecisionGroups enforced, shadow;
   // The refusals and rewrites that avoided the most GPU-hours, largest first (both modes).
   std::vector<AuditRecord> largest;
+  bool priced = false;                   // usd_per_gpu_hour was given
+  std::vector<std::string> unpriced;     // partitions with avoided GPU-hours but no price
 };
 
 // Reads the whole stream line by line (memory bounded by the groups, not the file).
 DecisionReport summarize_decisions(std::istream& in, const DecisionOptions& options);
+// $ per GPU-hour of each GPU partition in the policy (as options_from_policy prices them), and
+// under "(default)" (what the log says when a job named no partition) the default partition's.
+std::map<std::string, double> decision_prices(const Policy& policy);
 DecisionReport summarize_decisions(const std::string& text, const DecisionOptions& options);
 
 std::string render_decisions_text(const DecisionReport& report);

@@ -31,6 +31,10 @@ packages=(
   python3-crcmod python3-protobuf
   # packaging (packaging/, tests/package): rpm spec lint and source rpm, Lmod modulefile load
   rpm rpmlint lmod
+  # metrics (tests/metrics, tests/slurm/metrics.bats): promtool (in prometheus) lints the
+  # exposition, a node exporter serves the textfiles; their services are never started here
+  # (policy-rc.d below; the tests start their own exporter on a free loopback port)
+  prometheus prometheus-node-exporter
 )
 
 missing=()
@@ -49,6 +53,13 @@ else
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Where an existing policy-rc.d let them start, the exporters just installed are stopped and
+  # disabled: CI machines run only what the tests start.
+  for service in prometheus prometheus-node-exporter; do
+    if [[ " ${missing[*]} " == *" $service "* ]] && [ -d /run/systemd/system ]; then
+      systemctl disable --now "$service" >/dev/null 2>&1 || true
+    fi
+  done
 fi
 
 # Debian's libtorch calls whatever libblas.so.3 is selected; the reference BLAS is ~16x

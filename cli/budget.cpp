@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scaleguard/budget_admit.h"
+#include "scaleguard/metrics_budgets.h"
 #include "scaleguard/report.h"
 #include "common.h"
 #include "subprocess.h"
@@ -142,7 +143,7 @@ long long count_runs(const BudgetSetup& s, std::int64_t since, std::int64_t unti
   return counted;
 }
 
-int sync(const BudgetSetup& s, bool quiet) {
+int sync(const BudgetSetup& s, bool quiet, metrics::SyncRun* counted) {
   if (s.budgets->list.empty()) throw Failure{"the policy " + s.policy->path + " has no [budget NAME] sections"};
   check_ledger_directory(s.ledger_path);
   Ledger ledger;
@@ -179,6 +180,8 @@ int sync(const BudgetSetup& s, bool quiet) {
     if (!e.unusable.empty()) ledger.notes.push_back("budget " + name + " is unusable until a sync reads it whole: " + e.unusable);
   ledger.written = std::time(nullptr);
   write_atomically(s.ledger_path, format_ledger(ledger));
+  counted->budgets = static_cast<int>(ledger.entries.size());
+  for (const auto& [name, e] : ledger.entries) counted->unusable += e.unusable.empty() ? 0 : 1;
   for (const auto& n : ledger.notes) std::fprintf(stderr, "scaleguard budget sync: %s\n", n.c_str());
   if (quiet) return 0;
   std::printf("ledger %s: %zu budget(s), %lld queued job(s), %lld run(s), counted %s in %lld s\n", s.ledger_path.c_str(),
@@ -196,6 +199,30 @@ int sync(const BudgetSetup& s, bool quiet) {
 std::string invoking_user() {
   const passwd* pw = getpwuid(getuid());
   return pw ? pw->pw_name : std::to_string(getuid());
+}
+
+// --metrics-file: the sync's own Prometheus textfile (metrics/), written after every run, a
+// failed one too; its counters carry on from the file it replaces.
+void write_sync_metrics(const std::string& path, metrics::SyncRun run, double started_s) {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  run.duration_s = std::max(0.0, ts.tv_sec + ts.tv_nsec / 1e9 - started_s);
+  std::string previous;
+  if (std::ifstream in(path); in) {
+    previous.assign(64 << 10, '\0');
+    in.read(&previous[0], static_cast<std::streamsize>(previous.size()));
+    previous.resize(static_cast<std::size_t>(in.gcount()));
+  }
+  run.runs_total = metrics::read_sample(previous, "scaleguard_budget_sync_runs_total", 0) + 1;
+  run.failures_total = metrics::read_sample(previous, "scaleguard_budget_sync_failures_total", 0) + (run.ok ? 0 : 1);
+  run.last_success = run.ok ? run.started
+                            : static_cast<std::int64_t>(metrics::read_sample(previous, "scaleguard_budget_sync_last_success_timestamp_seconds", 0));
+  if (!run.ok) {   // the last success's counts stay
+    run.budgets = static_cast<int>(metrics::read_sample(previous, "scaleguard_budget_sync_budgets", 0));
+    run.unusable = static_cast<int>(metrics::read_sample(previous, "scaleguard_budget_sync_unusable_budgets", 0));
+  }
+  if (const std::string error = metrics::write_textfile(path, metrics::render_sync(run)); !error.empty())
+    std::fprintf(stderr, "scaleguard budget sync: metrics not written: %s\n", error.c_str());
 }
 
 int show(const BudgetSetup& s, std::string account, std::string user, bool json) {
@@ -295,16 +322,17 @@ int sacctmgr(const BudgetSetup& s, bool apply) {
 
 int run(int argc, char** argv) {
   const char* usage =
-      "usage: scaleguard budget sync [--policy FILE] [--ledger FILE] [--quiet]\n"
+      "usage: scaleguard budget sync [--policy FILE] [--ledger FILE] [--metrics-file FILE.prom] [--quiet]\n"
       "       scaleguard budget show [--account A] [--user U] [--json]\n"
       "       scaleguard budget sacctmgr [--apply]";
   po::options_description desc("scaleguard budget options");
-  std::string action, policy, catalog, ledger, account, user;
+  std::string action, policy, catalog, ledger, account, user, metrics_file;
   desc.add_options()("help,h", "this help")
       ("policy", po::value(&policy), "policy with the budgets (default $SCALEGUARD_POLICY, else configs/policy.ini)")
       ("catalog", po::value(&catalog), "price catalog overriding the policy's (default $SCALEGUARD_CATALOG)")
       ("ledger", po::value(&ledger), "ledger file (default: the policy's [budgets] ledger)")
       ("quiet,q", "sync: print nothing but problems")
+      ("metrics-file", po::value(&metrics_file), "sync: also write this Prometheus textfile (*.prom), a failed sync too")
       ("account", po::value(&account), "show: the budgets of this account")
       ("user", po::value(&user), "show: the budgets of this user (default: you)")
       ("json", "show: JSON")
@@ -328,14 +356,32 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", usage);
     return 2;
   }
+  if (!metrics_file.empty()) {
+    if (action != "sync") return std::fprintf(stderr, "scaleguard budget: --metrics-file is for sync\n%s\n", usage), 2;
+    if (std::string why = metrics::check_textfile_path(metrics_file); !why.empty())
+      return std::fprintf(stderr, "scaleguard budget sync: --metrics-file %s\n", why.c_str()), 2;
+  }
+  timespec started{};
+  clock_gettime(CLOCK_REALTIME, &started);
+  metrics::SyncRun run;
+  run.started = started.tv_sec;
+  auto record = [&](bool ok) {
+    run.ok = ok;
+    if (!metrics_file.empty()) write_sync_metrics(metrics_file, run, started.tv_sec + started.tv_nsec / 1e9);
+  };
   try {
     const auto setup = load_budget_setup(config_file(policy, "SCALEGUARD_POLICY", "policy.ini"),
                                          config_file(catalog, "SCALEGUARD_CATALOG", nullptr), ledger);
-    if (action == "sync") return sync(setup, vm.count("quiet"));
+    if (action == "sync") {
+      const int rc = sync(setup, vm.count("quiet"), &run);
+      record(rc == 0);
+      return rc;
+    }
     if (action == "show") return show(setup, account, user, vm.count("json"));
     return sacctmgr(setup, vm.count("apply"));
   } catch (const Failure& f) {
     std::fprintf(stderr, "scaleguard budget %s: %s\n", action.c_str(), f.message.c_str());
+    if (action == "sync") record(false);
     return 1;
   }
 }

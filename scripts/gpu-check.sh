@@ -10,7 +10,7 @@
 #   4. a ~1B-parameter GPT in bf16 for a few steps: step time, MFU against the GPU's bf16 peak,
 #      peak memory (nvidia-smi, sampled) against `scaleguard plan` for the same shape
 #   5. save and resume bit-exact (two runs' --dump-params compared byte for byte)
-#   5b. step timings from CUDA events (runner/src/step_timer_cuda.cpp) against host clocks
+#   5b. step timings from CUDA events (runner/src/timing/step_timer_cuda.cpp) against host clocks
 #       (SCALEGUARD_STEP_TIMER=host) on the same run; comm_ms 0 at world size 1
 #   5c. async snapshots through pinned mirrors on a side stream (device_staging_cuda.cpp): the
 #       training thread's hand-over time against the old per-tensor copy, and resume

@@ -8,7 +8,7 @@
 // writes the gradients just before their all-reduce; back to back, the buffer is the one the
 // previous call left in the caches.
 // HUGE=1 (environment): the buffer in 2 MB-aligned memory with transparent huge pages
-// requested, as scaleguard-run allocates its gradient buckets (runner/src/data_parallel.cpp).
+// requested, as scaleguard-run allocates its gradient buckets (runner/src/parallel/data_parallel.cpp).
 //   mpirun -np 2 [-x FRESH=1] [-x HUGE=1] runner_allreduce_bench BYTES ITERS [GAP_US]
 #include <mpi.h>
 #include <sys/mman.h>

@@ -62,7 +62,7 @@ class Snapshot {
   void adopt_copies();
   // Hands the host copies over for reuse by the next snapshot (none from a staged one).
   std::vector<at::Tensor> release_copies();
-  // A staged snapshot (GPU checkpoints, runner/src/device_staging.h): its tensors are views
+  // A staged snapshot (GPU checkpoints, runner/src/checkpoint/device_staging.h): its tensors are views
   // of host buffers that nothing changes until the save is done (pinned mirrors filled by
   // asynchronous device copies), whose bytes are complete once `wait_ready` returned. It
   // takes no host copies of its own; the saver's writer thread calls wait_ready() first.

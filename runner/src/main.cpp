@@ -12,16 +12,16 @@
 #include <map>
 #include <sstream>
 
-#include "arrays.h"
-#include "checkpointing.h"
-#include "comm.h"
-#include "config.h"
-#include "exit_codes.h"
-#include "grid.h"
-#include "launch.h"
-#include "tokens.h"
-#include "trainer.h"
-#include "weights.h"
+#include "data/arrays.h"
+#include "checkpoint/checkpointing.h"
+#include "comm/comm.h"
+#include "config/config.h"
+#include "config/exit_codes.h"
+#include "comm/grid.h"
+#include "launch/launch.h"
+#include "data/tokens.h"
+#include "train/trainer.h"
+#include "checkpoint/weights.h"
 
 namespace po = boost::program_options;
 using namespace scaleguard::run;

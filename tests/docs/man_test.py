@@ -188,11 +188,11 @@ def compare_codes(page, documented, returned):
 def check_exit_codes():
     # scaleguard-run: its named exit statuses, and any literal status an exit or abort uses.
     runner = {}
-    with open(os.path.join(SRC, "runner", "src", "exit_codes.h"), encoding="utf-8") as f:
+    with open(os.path.join(SRC, "runner", "src", "config", "exit_codes.h"), encoding="utf-8") as f:
         for name, code in re.findall(r"constexpr int (kExit\w+) = (\d+);", f.read()):
             runner.setdefault(int(code), name)
     if 86 not in runner:
-        fail("runner/src/exit_codes.h: no exit status 86 (a collective failed; train.sbatch requeues on it)")
+        fail("runner/src/config/exit_codes.h: no exit status 86 (a collective failed; train.sbatch requeues on it)")
     for path in source_files("runner"):
         with open(path, encoding="utf-8") as f:
             text = f.read()

@@ -1,6 +1,6 @@
 // The checkpoint cadence (scaleguard/ckpt_cadence.h) on a simulated clock: which steps commit
 // a checkpoint for given step times, save costs and MTBF, sync and async. run() below walks
-// the steps the way Checkpointing::after_step (runner/src/checkpointing.cpp) does: the step's
+// the steps the way Checkpointing::after_step (runner/src/checkpoint/checkpointing.cpp) does: the step's
 // time to the SaveCostMeter, poll the save in flight, ask the clock, save (sync: the training
 // thread waits for the whole save; async: it pays a hand-over stall, and every step that runs
 // beside the write takes `contention` longer). The expected steps are worked out by hand in

@@ -4,7 +4,7 @@
 # tp, pp or ZeRO run on GPUs at its first step; SCALEGUARD_CHECK_COMM=1 wraps the
 # communicators in the same refusal on CPU CI (a CPU run moves only float32 tensors from
 # the training device; host-made double scalars, int64 sizes and text bytes are refused,
-# see runner/src/comm.h). Cases: the gradient-norm reduction over the tp group, the pp
+# see runner/src/comm/comm.h). Cases: the gradient-norm reduction over the tp group, the pp
 # group and the ZeRO-1 shard group, and pp's end-of-run parameter gather for the checksum
 # and --dump-params. Before the fix the first case died with
 #   communicator device check (SCALEGUARD_CHECK_COMM): all_reduce got a Double CPU tensor ...

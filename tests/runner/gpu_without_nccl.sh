@@ -4,7 +4,7 @@
 # clear message instead of training on the CPU while the node's GPUs idle (issue 15 item
 # 3). --device cpu still trains on the CPU on purpose, and CUDA_VISIBLE_DEVICES=NoDevFiles
 # (Slurm's value for a job without GPUs) hides the device nodes. The node's GPU is a fake
-# device node: SCALEGUARD_DEVICE_NODE_DIR replaces /dev for the probe (runner/src/launch.h).
+# device node: SCALEGUARD_DEVICE_NODE_DIR replaces /dev for the probe (runner/src/launch/launch.h).
 # Before the fix the auto case trained on the CPU and exited 0 ("device cpu" in its log).
 source "$(dirname "$0")/lib.sh"
 fortunes_tokens tokens.bin

@@ -1,10 +1,10 @@
-// The learning-rate schedules (runner/src/lr_schedule.cpp, pure) against their closed forms,
+// The learning-rate schedules (runner/src/train/lr_schedule.cpp, pure) against their closed forms,
 // written out here independently: one ctest entry per TEST (runner.lr_schedule.*).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "lr_schedule.h"
+#include "train/lr_schedule.h"
 
 using scaleguard::run::Config;
 using scaleguard::run::lr_at;

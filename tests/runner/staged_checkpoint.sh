@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checkpoint path (runner/src/device_staging.h) on the CPU: SCALEGUARD_TEST_STAGING=host
+# The GPU checkpoint path (runner/src/checkpoint/device_staging.h) on the CPU: SCALEGUARD_TEST_STAGING=host
 # puts the async snapshot through the staged path (mirrors of every flat bucket and
 # optimizer-state buffer reserved at start-up, copied per buffer by a copier that stands in
 # for the CUDA side stream, the writer waiting per buffer, the optimizer fenced per buffer),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The step timer's CPU behaviour (runner/src/step_timer.h) through the interfaces the
+# The step timer's CPU behaviour (runner/src/timing/step_timer.h) through the interfaces the
 # trainer, DDP, tensor parallel, ZeRO-1 and the pipeline record into: every logged step of a
 # 2-rank run has step_ms > 0, comm_ms > 0 (the DDP all-reduce, tp's all-reduces, ZeRO's
 # all-gather are all timed), comm_ms <= step_ms (they are disjoint intervals inside the step

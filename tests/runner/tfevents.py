@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tfevents.py FILE: a TensorBoard event file read back without scaleguard's code, as JSON lines.
 
-Independent of runner/src/tensorboard.cpp: the TFRecord framing is checked with crcmod's
+Independent of runner/src/train/tensorboard.cpp: the TFRecord framing is checked with crcmod's
 CRC-32C (Debian python3-crcmod) and every record is decoded by Google's protobuf library
 (python3-protobuf) with TensorBoard's Event / Summary / Value messages declared here by their
 field numbers (tensorflow/core/util/event.proto, summary.proto; declared proto2 so that a

@@ -10,7 +10,7 @@
 
 namespace scaleguard {
 
-// The first line of a metrics file: {"run":{...}} (runner/src/trainer.cpp, log_run()).
+// The first line of a metrics file: {"run":{...}} (runner/src/train/trainer.cpp, log_run()).
 struct RunInfo {
   std::string model;
   int n_layer = 0, n_head = 0, n_embd = 0, seq_len = 0, vocab_size = 0;

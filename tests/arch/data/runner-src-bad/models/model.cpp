@@ -1,0 +1,2 @@
+#include "models/model.h"
+#include "other.h"

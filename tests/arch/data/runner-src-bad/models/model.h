@@ -1,0 +1,3 @@
+#pragma once
+#include "config/config.h"
+#include "train/trainer.h"

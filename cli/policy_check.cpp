@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "plugin_check.h"
 #include "scaleguard/budget.h"
 #include "verbs.h"
 
@@ -13,10 +14,13 @@ namespace scaleguard::cli {
 namespace {
 
 int run(int argc, char** argv) {
-  const char* usage = "usage: scaleguard policy check [FILE] [--catalog FILE]";
+  const char* usage = "usage: scaleguard policy check [FILE] [--catalog FILE] [--plugin-version [--plugin SO]]";
   po::options_description desc("scaleguard policy options");
   desc.add_options()("help,h", "this help")
       ("catalog", po::value<std::string>(), "catalog file (default: the policy's `catalog =`)")
+      ("plugin-version", "also ask the job_submit/scaleguard plugin installed (and the one slurmctld runs) "
+                         "whether it loads the file: before an upgrade or a reload")
+      ("plugin", po::value<std::string>(), "--plugin-version: the plugin .so to ask (default: slurmctld's PluginDir)")
       ("action", po::value<std::string>(), "check")
       ("file", po::value<std::string>(), "policy file (default $SCALEGUARD_POLICY or configs/policy.ini)");
   po::positional_options_description pos;
@@ -50,6 +54,9 @@ int run(int argc, char** argv) {
   }
   const std::string budget_text = budget::describe(*budgets.value(), std::time(nullptr));
   std::cout << describe(*policy.value()) << (budget_text.empty() ? "" : "\n" + budget_text) << "\nOK\n";
+  if (vm.count("plugin-version"))
+    return check_with_plugins(path, vm.count("catalog") ? vm["catalog"].as<std::string>() : "",
+                              vm.count("plugin") ? vm["plugin"].as<std::string>() : "");
   return 0;
 }
 

@@ -235,18 +235,15 @@ void refuse(scaleguard::Decision* d, const std::string& message) {
 }  // namespace
 
 scaleguard::Result<bool> start_budgets(PolicyHolder* policies) {
-  auto policy = policies->current();
-  if (!policy) return scaleguard::Error{"no policy", "", 0, "", ""};
-  auto budgets = bg::load_budgets(policy->path, *policy);
-  if (!budgets) return budgets.error();
-  // The thread runs without budgets too: a reloaded policy may add some.
+  // The thread runs without budgets too (and without a policy: PolicyHolder fails closed): a
+  // policy loaded later may add some. PolicyHolder has checked the budgets of its policy.
   auto keeper = std::make_unique<Keeper>(static_cast<std::int64_t>(time(nullptr)));
   keeper->policies = policies;
   refresh(*keeper, true);
-  if (!(*budgets)->list.empty())
+  if (const auto& budgets = keeper->budgets; budgets && !budgets->list.empty())
     slurm_info("job_submit/scaleguard: %zu budget(s), ledger %s (stale after %lld s, on_stale_ledger = %s)",
-               (*budgets)->list.size(), (*budgets)->settings.ledger.c_str(),
-               static_cast<long long>((*budgets)->settings.max_age_s), (*budgets)->settings.fail_open ? "open" : "closed");
+               budgets->list.size(), budgets->settings.ledger.c_str(),
+               static_cast<long long>(budgets->settings.max_age_s), budgets->settings.fail_open ? "open" : "closed");
   keeper->thread = std::thread(thread_main, keeper.get());
   g_keeper = keeper.release();
   return true;

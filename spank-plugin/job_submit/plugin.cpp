@@ -19,6 +19,7 @@
 #include "prep.h"
 #include "record.h"
 #include "request.h"
+#include "scaleguard/build_info.h"
 #include "scaleguard/text.h"
 #include "settings.h"
 #include "slurm_api.h"
@@ -118,9 +119,19 @@ void add_alternates(const scaleguard::Policy& policy, scaleguard::JobRequest* re
   }
 }
 
+// No policy could be loaded since slurmctld started (PolicyHolder): jobs in the partitions the
+// file governs are refused, others pass untouched.
+int judge_without_policy(const job_desc_msg_t& job, char** err_msg) {
+  if (!g_policy) return internal_error("job_submit", "no policy loaded", err_msg);
+  const std::string refusal = g_policy->refusal(job.partition ? sg_slurm::one_line(job.partition, 4096) : "");
+  if (refusal.empty()) return SLURM_SUCCESS;
+  sg_slurm::set_err_msg(err_msg, refusal);
+  return sg_slurm::kRefused;
+}
+
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
-  if (!policy) return internal_error("job_submit", "no policy loaded", err_msg);
+  if (!policy) return judge_without_policy(*job, err_msg);
   g_policy->check_partitions(*policy);  // once per load, under the partition lock job_submit holds
   sg_slurm::AuditEntry entry;
   entry.id = sg_slurm::new_decision_id();
@@ -327,7 +338,12 @@ bool het_others(const job_desc_msg_t& update, job_record_t* job_ptr, const scale
 // reason is then only in slurmctld's log and the audit file).
 int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
-  if (!policy) return internal_error("job_modify", "no policy loaded", err_msg);
+  if (!policy) {   // fail closed: only root and SlurmUser change what could grow
+    if (!(can_grow(*update) || update->account) || uid == 0 || uid == slurm_conf.slurm_user_id) return SLURM_SUCCESS;
+    if (!g_policy) return internal_error("job_modify", "no policy loaded", err_msg);
+    sg_slurm::set_err_msg(err_msg, "scaleguard: updates are refused: the site policy cannot be loaded; ask your administrator");
+    return sg_slurm::kRefused;
+  }
   // An Account= change moves the job's budget charge: judged too.
   const bool judged_change = can_grow(*update) || update->account;
   if (!judged_change && !update->admin_comment) return SLURM_SUCCESS;
@@ -471,11 +487,7 @@ extern "C" int init(void) {
       return SLURM_ERROR;
     }
     auto holder = std::make_unique<sg_slurm::PolicyHolder>();
-    auto loaded = holder->load(*settings);
-    if (!loaded) {
-      slurm_error("job_submit/scaleguard: cannot load the policy: %s", loaded.error().str().c_str());
-      return SLURM_ERROR;
-    }
+    holder->load(*settings);   // an unloadable policy is logged and fails closed: slurmctld starts
     if (auto budgets = sg_slurm::start_budgets(holder.get()); !budgets) {
       slurm_error("job_submit/scaleguard: cannot load the budgets: %s", budgets.error().str().c_str());
       return SLURM_ERROR;
@@ -484,6 +496,7 @@ extern "C" int init(void) {
     g_policy = holder.release();
     slurm_info("job_submit/scaleguard: policy %s (settings %s)", settings->policy.c_str(),
                settings->file.c_str());
+    slurm_info("job_submit/scaleguard: release %s", scaleguard::build_version());
     undo.ok = true;
     return SLURM_SUCCESS;
   } catch (const std::exception& e) {

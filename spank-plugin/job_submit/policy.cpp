@@ -3,8 +3,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <cstdio>
+
 #include "metrics.h"
+#include "scaleguard/budget.h"
+#include "scaleguard/build_info.h"
+#include "scaleguard/ini.h"
+#include "scaleguard/text.h"
 #include "slurm_api.h"
+#include "text.h"
 
 namespace sg_slurm {
 namespace {
@@ -35,16 +42,67 @@ PolicyHolder::Stamp PolicyHolder::stamp_of(const scaleguard::Policy& policy) con
   return s;
 }
 
-scaleguard::Result<bool> PolicyHolder::load(const Settings& settings) {
-  settings_ = settings;
-  auto loaded = scaleguard::load_policy(settings.policy, settings.catalog);
+PolicyHolder::Stamp PolicyHolder::stamp_of_settings() const {
+  Stamp s;
+  add_stamp(settings_.policy, &s.ino, &s.size, &s.mtime_ns, &s.newest_ns);
+  add_stamp(settings_.catalog, &s.ino, &s.size, &s.mtime_ns, &s.newest_ns);
+  return s;
+}
+
+scaleguard::Result<std::shared_ptr<const scaleguard::Policy>> PolicyHolder::load_whole() const {
+  auto loaded = scaleguard::load_policy(settings_.policy, settings_.catalog);
   if (!loaded) return loaded.error();
+  auto budgets = scaleguard::budget::load_budgets(settings_.policy, **loaded);
+  if (!budgets) return budgets.error();
+  return loaded.value();
+}
+
+void PolicyHolder::close_for(const scaleguard::Error& error) {
+  auto closed = std::make_shared<Closed>();
+  closed->why = error.str();
+  // The sections of a file with a key this plugin does not know still say what it governs.
+  auto file = scaleguard::ini::read(settings_.policy);
+  if (!file) closed->all = true;
+  else
+    for (const auto& sec : file->sections) {
+      if (sec.kind != "partition" || sec.name.empty()) continue;
+      closed->partitions.push_back(sec.name);
+      for (const auto& e : file->entries)
+        if (e.section == "partition " + sec.name && e.key == "default" && scaleguard::text::lower(e.value) == "yes")
+          closed->default_partition = sec.name;
+    }
+  slurm_error("job_submit/scaleguard: cannot load the policy: %s; NO POLICY IN FORCE: jobs in %s are refused "
+              "until a policy loads (fix the file; it is read again when it changes); other jobs pass",
+              closed->why.c_str(),
+              closed->all ? "every partition (the file cannot be read)"
+                          : ("its partitions " + scaleguard::text::join(closed->partitions, ", ")).c_str());
+  std::atomic_store(&closed_, std::shared_ptr<const Closed>(std::move(closed)));
+}
+
+void PolicyHolder::load(const Settings& settings) {
+  settings_ = settings;
   std::lock_guard<std::mutex> lock(reload_mutex_);
-  stamp_ = stamp_of(**loaded);  // a change during this load differs from it: reloaded later
+  stamp_ = stamp_of_settings();   // a change during this load differs from it: reloaded later
+  auto loaded = load_whole();
+  next_check_ms_ = now_ms() + 1000;
+  if (!loaded) {
+    close_for(loaded.error());
+    return;
+  }
+  stamp_ = stamp_of(**loaded);
   std::atomic_store(&policy_, loaded.value());
   partitions_checked_ = false;
-  next_check_ms_ = now_ms() + 1000;
-  return true;
+}
+
+std::string PolicyHolder::refusal(const std::string& partitions) const {
+  auto closed = std::atomic_load(&closed_);
+  if (!closed) return "scaleguard: no policy is loaded; see slurmctld's log";
+  bool governed = closed->all;
+  for (const auto& name : scaleguard::text::split(partitions.empty() ? closed->default_partition : partitions, ','))
+    for (const auto& p : closed->partitions) governed = governed || p == scaleguard::text::trim(name);
+  if (!governed) return "";
+  return "scaleguard: jobs in this partition are refused: the site policy cannot be loaded (" +
+         one_line(closed->why, 300) + "); ask your administrator";
 }
 
 std::shared_ptr<const scaleguard::Policy> PolicyHolder::current() {
@@ -57,8 +115,7 @@ void PolicyHolder::reload_if_changed() {
   if (!lock.owns_lock()) return;  // another thread is checking: use the current policy
   next_check_ms_ = now_ms() + 1000;
   auto old = std::atomic_load(&policy_);
-  if (!old) return;
-  const Stamp before = stamp_of(*old);
+  const Stamp before = old ? stamp_of(*old) : stamp_of_settings();
   if (before == stamp_) return;
   // A file edited in place may be caught half-written: load only a file that has not changed
   // for 2 s and did not change while it was read (docs: replace it with `mv` instead).
@@ -71,18 +128,22 @@ void PolicyHolder::reload_if_changed() {
     slurm_error("job_submit/scaleguard: policy %s or its catalog has a modification time %lld s in the future "
                 "(clock skew?); loading it now",
                 settings_.policy.c_str(), -age_ns / 1000000000LL);
-  auto loaded = scaleguard::load_policy(settings_.policy, settings_.catalog);
-  if (!(stamp_of(*old) == before)) return;  // changed while being read: next time
+  auto loaded = load_whole();
+  if (!((old ? stamp_of(*old) : stamp_of_settings()) == before)) return;  // changed while being read: next time
   stamp_ = before;  // a broken file is reported once, not every second
   if (!loaded) {
-    slurm_error("job_submit/scaleguard: policy reload failed, keeping the last good policy: %s",
-                loaded.error().str().c_str());
+    if (old)
+      slurm_error("job_submit/scaleguard: policy reload failed, keeping the last good policy: %s",
+                  loaded.error().str().c_str());
+    else
+      close_for(loaded.error());
     count_policy_reload(false);
     return;
   }
   std::atomic_store(&policy_, loaded.value());
   partitions_checked_ = false;
-  slurm_info("job_submit/scaleguard: reloaded policy %s", settings_.policy.c_str());
+  slurm_info("job_submit/scaleguard: %s policy %s", old ? "reloaded" : "loaded (jobs are judged again)",
+             settings_.policy.c_str());
   count_policy_reload(true);
 }
 
@@ -98,3 +159,24 @@ void PolicyHolder::check_partitions(const scaleguard::Policy& policy) {
 }
 
 }  // namespace sg_slurm
+
+// For `scaleguard policy check --plugin-version` (cli/plugin_check.cpp), which loads this .so
+// outside slurmctld: does this plugin's own parser load the file (policy, catalog, budgets)?
+// 0 and "" when it does, else 1 and the error (file:line, key). Never throws.
+extern "C" __attribute__((visibility("default"))) int scaleguard_policy_check(const char* policy, const char* catalog,
+                                                                             char* out, size_t out_len) {
+  std::string why;
+  try {
+    auto loaded = scaleguard::load_policy(policy ? policy : "", catalog ? catalog : "");
+    if (!loaded) why = loaded.error().str();
+    else if (auto budgets = scaleguard::budget::load_budgets(policy, **loaded); !budgets) why = budgets.error().str();
+  } catch (...) {
+    why = "internal error";
+  }
+  if (out && out_len) snprintf(out, out_len, "%s", why.c_str());
+  return why.empty() ? 0 : 1;
+}
+
+extern "C" __attribute__((visibility("default"))) const char* scaleguard_plugin_release(void) {
+  return scaleguard::build_version();
+}

@@ -2,7 +2,8 @@
 # job_submit/scaleguard's policy lifecycle in slurmctld: a changed policy file takes effect
 # without a restart (here: a rule switched to `rewrite`, which cuts a job's GPUs), a broken
 # change is logged with file and line while the last good policy stays in force, and a broken
-# policy at start stops slurmctld loudly. Works on a copy of configs/; restores the cluster.
+# policy at start (a key this plugin does not know) lets slurmctld start, failing closed for the
+# partitions the file names. Works on a copy of configs/; restores the cluster.
 
 load helpers
 
@@ -100,25 +101,52 @@ submit_until() {
   assert_output 0
 }
 
-@test "a broken policy at start stops slurmctld with the file and line in its log" {
-  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log pid from i
-  echo 'distributed_min_gpu_hours = lots reject' >> "$POL_TMP/policy.ini"
-  pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid")
-  kill -TERM "$pid"
-  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+# Issue 40: a policy written for a newer plugin (a key this one does not know) never stops
+# slurmctld nor leaves it refusing work silently.
+@test "a key this plugin does not know: the reload keeps the last good policy; after a restart slurmctld runs and refuses only the file's partitions; the log names file:line and key" {
+  local log=$SCALEGUARD_DEV_DIR/log/slurmctld.log from i
+  # The last good policy: the original without [partition gpu-spot], which is then ungoverned.
+  sed '/^\[partition gpu-spot\]/,/^\[partition gpu-h100\]/{/^\[partition gpu-h100\]/!d}' \
+    "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" > "$POL_TMP/good.ini"
+  cp "$POL_TMP/good.ini" "$POL_TMP/policy.ini"
+  submit_until 'submission failed' --gpus=8
+  assert_output --partial 'distributed_min_gpu_hours'
+  run scaleguard policy check "$POL_TMP/policy.ini" --plugin-version
+  assert_success
+  assert_output --regexp "installed plugin .*job_submit_scaleguard.so \(scaleguard [0-9.]+\): loads $POL_TMP/policy.ini"
+  assert_output --regexp 'plugin running in slurmctld \(pid [0-9]+\): the installed file'
+  # A newer release's key, on line 1.
+  sed -i '1i future_knob = on' "$POL_TMP/policy.ini"
+  run scaleguard policy check "$POL_TMP/policy.ini" --plugin-version
+  assert_failure
+  assert_output --partial "unknown key 'future_knob'"
   from=$(( $(wc -l < "$log") + 1 ))
-  slurmctld -f "$SLURM_CONF" || true
-  for ((i = 0; i < 100; i++)); do
-    tail -n +"$from" "$log" | grep -q 'fatal: failed to initialize job_submit plugin' && break
-    sleep 0.1
+  for ((i = 0; i < 50; i++)); do
+    run sbatch -J sg-pol -H --gpus=8 --wrap true
+    tail -n +"$from" "$log" | grep -q 'policy reload failed' && break
+    sleep 0.2
   done
-  run bash -c "tail -n +$from '$log'"
-  assert_line --regexp "cannot load the policy: $POL_TMP/policy.ini:[0-9]+: "
-  assert_line --partial 'fatal: failed to initialize job_submit plugin'
-  run scontrol ping
-  assert_output --partial 'DOWN'
-  # Fixed file: it starts again (teardown restores the original settings).
-  cp "$SCALEGUARD_SOURCE_DIR/configs/policy.ini" "$POL_TMP/policy.ini"
+  run grep -F "policy reload failed, keeping the last good policy: $POL_TMP/policy.ini:1: future_knob: unknown key 'future_knob'" "$log"
+  assert_success
+  run sbatch -J sg-pol -H --gpus=8 --wrap true   # the last good policy still judges
+  assert_failure
+  assert_output --partial 'distributed_min_gpu_hours'
+  # A restart with no good policy: slurmctld starts; the log names the key and what is refused.
+  from=$(( $(wc -l < "$log") + 1 ))
   restart_slurmctld
   assert_slurmctld_alive
+  run bash -c "tail -n +$from '$log'"
+  assert_output --partial "cannot load the policy: $POL_TMP/policy.ini:1: future_knob: unknown key 'future_knob'"
+  assert_output --partial 'NO POLICY IN FORCE: jobs in its partitions gpu-od, gpu-h100 are refused'
+  refute_output --partial 'fatal'
+  run sbatch -J sg-pol -H --gpus=1 --wrap true   # the default partition, gpu-od: governed
+  assert_failure
+  assert_output --partial "the site policy cannot be loaded ($POL_TMP/policy.ini:1: future_knob: unknown key 'future_knob'"
+  run sbatch -J sg-pol -H -p gpu-spot --gpus=8 --wrap true   # not in the file: passes unjudged
+  assert_success
+  # Fixed: loaded again without a restart, and judged.
+  cp "$POL_TMP/good.ini" "$POL_TMP/policy.ini"
+  submit_until 'reject: .*distributed_min_gpu_hours' --gpus=8
+  run grep -F "loaded (jobs are judged again) policy $POL_TMP/policy.ini" "$log"
+  assert_success
 }

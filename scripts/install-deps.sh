@@ -35,6 +35,10 @@ packages=(
   # exposition, a node exporter serves the textfiles; their services are never started here
   # (policy-rc.d below; the tests start their own exporter on a free loopback port)
   prometheus prometheus-node-exporter
+  # tokenizers (tokenizer/): SentencePiece models, PCRE2 for the BPE pre-tokenizer regexes; the
+  # references tests/tokenizer compares with: python3-sentencepiece, and tiktoken under node
+  # (npm ci below; a nodejs that bundles npm, as NodeSource's, is kept)
+  libsentencepiece-dev libpcre2-dev python3-sentencepiece nodejs
 )
 
 missing=()
@@ -68,4 +72,8 @@ blas=$(update-alternatives --list libblas.so.3-x86_64-linux-gnu 2>/dev/null | gr
 [ -n "$blas" ] && update-alternatives --set libblas.so.3-x86_64-linux-gnu "$blas" >/dev/null
 lapack=$(update-alternatives --list liblapack.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas | head -n1 || true)
 [ -n "$lapack" ] && update-alternatives --set liblapack.so.3-x86_64-linux-gnu "$lapack" >/dev/null
+# tests/tokenizer's byte-level BPE reference: OpenAI's tiktoken from npm, the version pinned
+# in its package-lock.json, into tests/tokenizer/js/node_modules (never at test time).
+command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null
+(cd "$(dirname "$0")/../tests/tokenizer/js" && npm ci --no-audit --no-fund --loglevel=error)
 echo "install-deps: done"

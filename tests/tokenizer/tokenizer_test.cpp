@@ -85,7 +85,7 @@ TEST(Utf8, RepairReplacesMaximalSubpartsLikePython) {
 TEST(Regex, WhitespaceIsUnicodeWhiteSpaceAsInTheReferenceEngines) {
   EXPECT_EQ(tk::detail::whitespace_as_unicode(R"(a[^\s\p{L}]b)", "t").find("\\s"), std::string::npos);
   EXPECT_THROW(tk::detail::whitespace_as_unicode(R"([\S])", "t"), tk::Error);
-  // U+0085 (NEL) is White_Space: Rust's and Oniguruma's \s match it, PCRE2's own does not.
+  // \s is Unicode White_Space, as in Rust's regex and Oniguruma: U+0085 and U+3000 in, U+FEFF out.
   auto matches = [](const char* pattern, std::string_view text) {
     tk::detail::Regex re(pattern, "t");
     pcre2_match_data* md = pcre2_match_data_create_from_pattern(re.code(), nullptr);

@@ -19,9 +19,9 @@
 
 namespace scaleguard::tokenizer::detail {
 
-// A pre-tokenizer regex compiled by PCRE2 (UTF, Unicode properties, JIT). \s and \S mean
-// Unicode White_Space as in Rust's regex, fancy-regex and Oniguruma (the references' engines;
-// PCRE2's own \s leaves out U+0085).
+// A pre-tokenizer regex compiled by PCRE2 (UTF, Unicode properties, JIT). \s and \S are
+// spelled out as Unicode White_Space, what Rust's regex, fancy-regex and Oniguruma (the
+// references' engines) mean by them, rather than left to the PCRE2 build's UCP tables.
 class Regex {
  public:
   Regex(const std::string& pattern, const std::string& origin);

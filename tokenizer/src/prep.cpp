@@ -23,7 +23,7 @@ constexpr size_t kSgHeaderBytes = 32;
 constexpr size_t kLlmcHeaderBytes = 256 * 4;
 constexpr int32_t kLlmcMagicU16 = 20240520, kLlmcVersionU16 = 1;
 constexpr int32_t kLlmcMagicU32 = 20240801, kLlmcVersionU32 = 7;
-constexpr size_t kChunkBytes = 1 << 20;             // documents handed to a thread at once
+constexpr size_t kChunkBytes = 256 << 10;           // documents handed to a thread at once
 constexpr size_t kMaxLineBytes = size_t{1} << 30;   // one JSONL document
 
 std::string sys_error() { return std::strerror(errno); }

@@ -12,7 +12,8 @@
 
 namespace scaleguard {
 
-// Every rule the policy knows, in evaluation order.
+// Every rule the policy knows, in the order of docs/policy.md's table (the order they are
+// judged in: rule_order()).
 enum class RuleId {
   one_gpu_type,                   // a job uses one GPU type, the partition's
   multi_node_fabric,              // multi-node jobs only on fabric efa or ib
@@ -88,6 +89,14 @@ struct Policy {
   const Partition* find_partition(const std::string& name) const;  // nullptr if absent
   const Partition* default_partition() const;
 };
+
+// The order decide() judges the rules in (planner/src/rules/table.cpp; docs/policy.md,
+// "Order of judgement", lists the same): a job without a training intent is judged on its
+// request, a job with one on the plan for it. The names are rule ids, and two steps that
+// judge rules together: "measured" (a probe's numbers judge max_comm_ratio and
+// min_doubling_speedup) and "caps" (a job no cut brings under every cap is refused).
+enum class Basis { request, plan };
+std::vector<std::string> rule_order(Basis);
 
 // The built-in defaults (the values from the cost literature; see docs/policy.md).
 Rules default_rules();

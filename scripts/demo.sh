@@ -10,8 +10,11 @@
 #      checkpoints (scripts/sbatch/train.sbatch, srun --mpi=pmix scaleguard-run);
 #   4. it is preempted (USR1, as --signal=B:USR1 sends before the time limit): it saves,
 #      requeues itself and resumes from the checkpoint;
-#   5. the GPU-hour and cost report of those jobs (text here, HTML in the output folder).
-# Stops the cluster it started, also on failure; reuses one that is already up (ctest).
+#   5. the report of the window (text here, HTML in the output folder): those jobs' GPU-hours,
+#      cost and waste, the refusal and the GPU-hours and dollars it avoided (from the decision
+#      log: the demo runs the cluster's policy with an audit_file in the output folder).
+# Stops the cluster it started, also on failure; reuses one that is already up (ctest), its
+# policy switched to the demo's copy and back (a slurmctld restart each way).
 #
 # Environment: BUILD_DIR (default build), SCALEGUARD_DEV_DIR (default BUILD_DIR/dev-cluster),
 # DEMO_OUT (folder for logs, checkpoints and the report; default a new /tmp/scaleguard-demo.*),
@@ -46,11 +49,36 @@ cluster_live() {
   [ -r "$SCALEGUARD_DEV_DIR/env.sh" ] &&
     (source "$SCALEGUARD_DEV_DIR/env.sh" && [[ $(scontrol ping 2>/dev/null) == *'is UP'* ]])
 }
-started=0
+# The demo's policy: the cluster's, with job_submit/scaleguard's decision log in $out (the
+# report's decisions section reads it). An absolute catalog path keeps the copy's catalog.
+demo_policy() {  # demo_policy CLUSTER_POLICY
+  local dir; dir=$(dirname "$(realpath "$1")")
+  mkdir -p "$out/policy"
+  sed -e "/^audit_file *=/d" -e "s|^catalog *= *\([^/].*\)|catalog = $dir/\1|" "$1" > "$out/policy/policy.ini"
+  sed -i "1i audit_file = $out/decisions.jsonl" "$out/policy/policy.ini"
+  echo "$out/policy/policy.ini"
+}
+# Restarts slurmctld (it reads job_submit_scaleguard.conf's policy= at start only).
+restart_slurmctld() {
+  local pid i
+  pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid" 2>/dev/null) || pid=
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  slurmctld -f "$SLURM_CONF" || true
+  for ((i = 0; i < 300; i++)); do [[ $(scontrol ping 2>/dev/null) == *'is UP'* ]] && break; sleep 0.1; done
+  for ((i = 0; i < 600; i++)); do [ -z "$(sinfo -h -N -t unknown -o %N 2>/dev/null)" ] && return 0; sleep 0.1; done
+  die "slurmctld did not come back with every node"
+}
+started=0 settings_saved=
 cleanup() {
   local rc=$?
   # Our jobs only (a reused cluster may be someone's test fixture).
   [ -n "${SLURM_CONF:-}" ] && scancel --quiet --name=demo-gpt,demo-350m 2>/dev/null
+  if [ -n "$settings_saved" ]; then
+    cp "$settings_saved" "$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf" && restart_slurmctld >/dev/null 2>&1
+  fi
   [ "$started" = 1 ] && scripts/dev-cluster/down >/dev/null 2>&1
   [ "$rc" = 0 ] || echo "demo: FAILED (exit $rc); logs in $out" >&2
   exit "$rc"
@@ -59,11 +87,23 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 if cluster_live; then
   say "demo: using the dev cluster already up in $SCALEGUARD_DEV_DIR"
+  source "$SCALEGUARD_DEV_DIR/env.sh"
+  settings=$SCALEGUARD_DEV_DIR/etc/job_submit_scaleguard.conf
+  policy=$(sed -n 's/^policy=//p' "$settings")
+  if ! grep -q '^audit_file *=' "$policy"; then
+    say "demo: its policy has no decision log: running a copy with one, $out/decisions.jsonl"
+    policy=$(demo_policy "$policy")
+    cp "$settings" "$out/job_submit_scaleguard.conf.orig"
+    settings_saved=$out/job_submit_scaleguard.conf.orig
+    sed -i "s|^policy=.*|policy=$policy|" "$settings"
+    restart_slurmctld
+  fi
 else
   started=1
-  scripts/dev-cluster/up
+  policy=$(demo_policy "$(realpath "${SCALEGUARD_POLICY:-configs/policy.ini}")")
+  SCALEGUARD_POLICY=$policy scripts/dev-cluster/up
+  source "$SCALEGUARD_DEV_DIR/env.sh"
 fi
-source "$SCALEGUARD_DEV_DIR/env.sh"
 [ -n "$(scontrol show config | sed -n 's/^JobSubmitPlugins *= *//p' | grep scaleguard)" ] ||
   die "the dev cluster runs without job_submit/scaleguard"
 grep -q 'scaleguard\.so' "$SCALEGUARD_DEV_DIR/etc/plugstack.conf" ||
@@ -161,7 +201,7 @@ grep -E 'train.sbatch:|resum|stop requested|done:' "$out/train.log" | sed 's/^/ 
 say "final metrics: $(tail -n 1 "$out/metrics.jsonl")"
 
 # --- 5 -------------------------------------------------------------------------------------
-step "5. GPU-hours, cost and waste of these jobs (scaleguard report, from sacct)"
+step "5. The report: GPU-hours, cost and waste of these jobs (sacct), the refusal and what it saved"
 config=$(scontrol show config)   # captured: grep -q would cut the pipe (pipefail)
 grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' <<<"$config" ||
   die "the dev cluster has no accounting (slurmdbd): no report"
@@ -172,8 +212,11 @@ for ((i = 0; i < 300; i++)); do
 done
 say "Waste: failed runs whole, interrupted runs back to their last checkpoint. The preempted run"
 say "saved at the signal (its step exited 85, which sacct records), so none of it is waste."
+say "Decisions: from job_submit/scaleguard's log (the policy's audit_file): step 1's refusal and"
+say "the GPU-hours and dollars it avoided."
 say
-report=("$build/cli/scaleguard" report --since "$start_time" --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)")
+report=("$build/cli/scaleguard" report --policy "$policy" --since "$start_time"
+        --until "$(date -d '+1 sec' +%Y-%m-%dT%H:%M:%S)")
 "${report[@]}"
 "${report[@]}" --format html --output "$out/report.html"
 say; say "HTML report: $out/report.html"

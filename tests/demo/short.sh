@@ -33,4 +33,15 @@ has '"final":true' "step 4: no final metrics line"
 has 'HTML report: ' "step 5: no HTML report"
 grep -q '<svg' "$out/report.html" || fail "step 5: $out/report.html has no chart"
 grep -q "demo-gpt" "$out/demo.txt" || fail "step 5: the training job is not in the report"
+# The one page: the jobs' usage, step 1's refusal and what it avoided (the decision log).
+has '^saved: 1 refused, [0-9]+ rewritten, [0-9]+ warned; [1-9][0-9.]* GPU-hours \(\$[0-9.]+\) avoided$' \
+  "step 5: the text report does not show the refusal and the GPU-hours it avoided"
+html=$out/report.html
+train_job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$out/demo.txt" | tail -n 1)
+[ -n "$train_job" ] || fail "no job id in the demo's output"
+grep -q "<tr><td>$train_job</td>" "$html" || fail "step 5: the HTML has no usage row for job $train_job"
+grep -q 'refused<b>1</b>' "$html" || fail "step 5: the HTML does not show the refusal"
+grep -qE 'GPU-hours avoided<b>[1-9]' "$html" || fail "step 5: the HTML shows no GPU-hours avoided"
+grep -qE 'dollars avoided<b>\$[1-9]' "$html" || fail "step 5: the HTML shows no dollars avoided"
+grep -q 'distributed_min_gpu_hours' "$html" || fail "step 5: the HTML does not name the refusing rule"
 echo "demo.short: PASS"

@@ -23,6 +23,7 @@
 #include "train/trainer.h"
 #include "checkpoint/weights.h"
 
+#include "generate/sample.h"
 namespace po = boost::program_options;
 using namespace scaleguard::run;
 
@@ -318,3 +319,6 @@ int main(int argc, char** argv) {
   usage(stderr);
   return kExitUsage;
 }
+               "       scaleguard-run sample --ckpt DIR | --init-from DIR --prompt TEXT [--max-new-tokens N] "
+               "[--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+  if (verb == "sample") return sample_main(args);

@@ -231,6 +231,12 @@ std::string Checkpointing::prepare() const {
   std::filesystem::create_directories(cfg_.ckpt_dir, ec);
   if (ec) return "cannot create checkpoint directory '" + cfg_.ckpt_dir + "': " + ec.message();
   if (::access(cfg_.ckpt_dir.c_str(), W_OK | X_OK) != 0)
+  // Where the weights came from (absolute): `export` takes that directory's tokenizer files.
+  if (!cfg.init_from.empty()) {
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(cfg.init_from, ec);
+    meta.model_config["init-from"] = ec ? cfg.init_from : abs.lexically_normal().string();
+  }
     return "checkpoint directory '" + cfg_.ckpt_dir + "' is not writable: " + std::strerror(errno) +
            " (give a --ckpt-dir this user can write)";
   return "";

@@ -16,6 +16,7 @@
 
 #include "ckpt/commit_comm.h"
 #include "ckpt/reader.h"
+#include "checkpoint/hf_files.h"
 #include "ckpt/store.h"
 #include "config/exit_codes.h"
 #include "models/model.h"
@@ -107,7 +108,8 @@ const std::vector<std::string>& model_config_keys() {
   return keys;
 }
 
-std::string load_safetensors(const std::string& from, std::vector<LoadTarget>& targets, std::vector<std::string>* unused) {
+std::string load_safetensors(const std::string& from, std::vector<LoadTarget>& targets, std::vector<std::string>* unused,
+                             std::vector<std::string>* skipped) {
   auto w = st::Weights::open(from);
   if (!w) return w.error().str();
   const std::string& origin = w->origin();
@@ -152,10 +154,60 @@ std::string load_safetensors(const std::string& from, std::vector<LoadTarget>& t
   } catch (const std::exception& e) {
     return origin + ": " + e.what();
   }
-  if (unused)
-    for (const std::string& n : w->names())
-      if (!used.count(n)) unused->push_back(n);
+  for (const std::string& n : w->names()) {
+    if (used.count(n)) continue;
+    if (is_buffer_name(n)) {
+      if (skipped) skipped->push_back(n);
+    } else if (unused) {
+      unused->push_back(n);
+    }
+  }
   return "";
+}
+
+bool is_buffer_name(const std::string& name) {
+  static const std::string inv_freq = "rotary_emb.inv_freq";
+  return name == inv_freq ||
+         (name.size() > inv_freq.size() && name.compare(name.size() - inv_freq.size() - 1, std::string::npos, "." + inv_freq) == 0);
+}
+
+std::string check_skipped_buffers(const std::string& from, const std::vector<std::string>& skipped, const Config& cfg) {
+  if (skipped.empty() || cfg.model != "llama") return "";
+  auto w = st::Weights::open(from);
+  if (!w) return w.error().str();
+  const int64_t D = cfg.n_embd / cfg.n_head;
+  for (const std::string& name : skipped) {
+    const st::Weights::Entry* e = w->find(name);
+    if (!e) continue;
+    const st::TensorInfo& info = *e->info;
+    const at::ScalarType dtype = torch_dtype(info.dtype);
+    const std::string where = e->file->path() + ": buffer '" + name + "'";
+    if (dtype == at::ScalarType::Undefined) return where + " is " + info.dtype + ", not F32, BF16 or F16";
+    if (info.shape != std::vector<int64_t>{D / 2})
+      return where + " has shape " + shape_text(info.shape) + ", but the model's head width " + std::to_string(D) +
+             " has " + std::to_string(D / 2) + " rotary frequencies";
+    at::Tensor got = at::empty(info.shape, at::TensorOptions().dtype(dtype));
+    std::memcpy(got.data_ptr(), e->file->data(info), info.end - info.begin);
+    got = got.to(at::kFloat);
+    // The runner's table (Llama's Rope): theta^(-2i/D). A bf16 save rounds it to 8 bits.
+    at::Tensor want = 1.0 / at::pow(cfg.rope_theta, at::arange(0, D, 2, at::kLong).to(at::kFloat) / D);
+    const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+    at::Tensor rel = ((got - want).abs() / want).max();
+    if (rel.item<double>() > tol)
+      return where + " holds other rotary frequencies than rope_theta " + short_double_text(cfg.rope_theta) +
+             " gives (largest relative difference " + short_double_text(rel.item<double>()) +
+             "): another rope_theta, or rope scaling, which the llama model does not implement";
+  }
+  return "";
+}
+
+std::string skipped_note(const std::vector<std::string>& skipped) {
+  if (skipped.empty()) return "";
+  std::string note = "skipped " + std::to_string(skipped.size()) + " non-parameter buffer" + (skipped.size() == 1 ? "" : "s") +
+                     " in the weights (" + skipped.front() + (skipped.size() > 1 ? ", ..." : "") +
+                     "): older Hugging Face saves hold the rotary frequencies; the model computes them from rope_theta "
+                     "(checked equal)";
+  return note;
 }
 
 std::string init_from(Trainer& t, const Launch& l) {
@@ -169,8 +221,9 @@ std::string init_from(Trainer& t, const Launch& l) {
   } else {
     for (const FlatParam& p : t.parameters()) targets.push_back({p.name, p.param, p.global_shape, p.slice});
   }
-  std::vector<std::string> unused;
-  std::string error = load_safetensors(cfg.init_from, targets, &unused);
+  std::vector<std::string> unused, skipped;
+  std::string error = load_safetensors(cfg.init_from, targets, &unused, &skipped);
+  if (error.empty()) error = check_skipped_buffers(cfg.init_from, skipped, cfg);
   // A tensor no rank loaded is not part of this model. One rank cannot tell (a pipeline stage
   // holds only its blocks): rank 0 intersects every rank's unused names. Every rank reaches
   // this collective, failed ones included (marked "\x01": no verdict on names).
@@ -202,14 +255,18 @@ std::string init_from(Trainer& t, const Launch& l) {
   extra = comm.broadcast(extra);
   if (!error.empty()) return error;
   if (!extra.empty()) return extra;
-  if (l.rank == 0)
-    std::fprintf(stderr, "scaleguard-run: initialised %zu parameters on rank 0 from %s (--init-from; optimizer state "
-                         "fresh, step 0)\n", targets.size(), cfg.init_from.c_str());
+  if (l.rank == 0) {
+    if (!skipped.empty()) std::fprintf(stderr, "scaleguard-run: note: %s\n", skipped_note(skipped).c_str());
+    std::fprintf(stderr, "scaleguard-run: initialised %zu parameters on rank 0 from %s (--init-from%s; optimizer state "
+                         "fresh, step 0)\n", targets.size(), cfg.init_from.c_str(),
+                 cfg.shape_from.empty() ? "" : ("; model shape from " + cfg.shape_from).c_str());
+  }
   return "";
 }
 
 std::string hf_llama_config(const std::map<std::string, std::string>& c,
-                            const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& torch_dtype) {
+                            const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& torch_dtype,
+                            std::optional<int64_t> bos, std::optional<int64_t> eos) {
   // Sizes from the tensors themselves where they fix them (a default like ffn-hidden=0 or
   // n-kv-head=0 is resolved by the model, not in the configuration), the rest from the keys.
   auto shape = [&](const std::string& name) -> const std::vector<int64_t>& {
@@ -243,11 +300,42 @@ std::string hf_llama_config(const std::map<std::string, std::string>& c,
             {"mlp_bias", false},
             {"initializer_range", 0.02},
             {"use_cache", true}};
+  if (bos) j["bos_token_id"] = *bos;
+  if (eos) j["eos_token_id"] = *eos;
   return j.dump(2) + "\n";
+}
+
+CheckpointModel read_checkpoint_model(const std::string& ckpt) {
+  ck::Reader reader = open_checkpoint(ckpt);
+  return {reader.dir(), reader.manifest().step, config_of(reader.manifest())};
+}
+
+std::string load_checkpoint_params(const std::string& dir, const std::vector<std::pair<std::string, at::Tensor>>& params) {
+  try {
+    ck::Reader reader = open_checkpoint(dir);
+    std::set<std::string> want;
+    at::NoGradGuard no_grad;
+    for (const auto& [name, p] : params) {
+      want.insert(name);
+      auto t = reader.read_whole("params/" + name);
+      if (!t) return reader.dir() + ": " + t.error().str();
+      if (t->sizes() != p.sizes())
+        return reader.dir() + ": parameter '" + name + "' has shape " + shape_text(t->sizes().vec()) +
+               " but the model's is " + shape_text(p.sizes().vec());
+      at::Tensor(p).copy_(*t);
+    }
+    for (const std::string& name : reader.tensor_names())
+      if (name.rfind("params/", 0) == 0 && !want.count(ck::base_name(name).substr(7)))
+        return reader.dir() + ": holds parameter '" + ck::base_name(name).substr(7) + "', which this model does not have";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 int export_main(const std::vector<std::string>& args) {
   std::string ckpt, output, dtype = "fp32";
+  std::vector<std::string> tokenizer;
   double max_shard_gb = 5;
   po::options_description desc(
       "scaleguard-run export: a checkpoint's parameters as safetensors (+ config.json for llama)");
@@ -257,7 +345,11 @@ int export_main(const std::vector<std::string>& args) {
       "dtype", po::value(&dtype)->default_value(dtype), "fp32 | bf16")(
       "max-shard-gb", po::value(&max_shard_gb)->default_value(max_shard_gb, short_double_text(max_shard_gb)),
       "above this size (GB, 10^9 bytes) the weights are split into model-0000K-of-0000N.safetensors + "
-      "model.safetensors.index.json");
+      "model.safetensors.index.json")(
+      "tokenizer", po::value(&tokenizer)->multitoken()->composing(),
+      "tokenizer files to put beside the weights: a directory (its tokenizer.json, tokenizer.model, "
+      "tokenizer_config.json, special_tokens_map.json, generation_config.json) or files; default: those of the "
+      "directory the run was started from (train --init-from DIR), if it holds any");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -316,25 +408,47 @@ int export_main(const std::vector<std::string>& args) {
     if (!files) throw RunError(files.error().str());
     std::string what;
     for (const auto& f : *files) what += (what.empty() ? "" : ", ") + f;
+    // The tokenizer: the files named by --tokenizer, else those of the run's --init-from
+    // directory (the checkpoint records it), so a round trip keeps the model's tokenizer.
+    std::vector<std::string> sources = tokenizer;
+    auto init_dir = config.find("init-from");
+    if (sources.empty() && init_dir != config.end() && !tokenizer_files_in(init_dir->second).empty())
+      sources.push_back(init_dir->second);
+    const TokenizerCopy tok = copy_tokenizer_files(sources, output, !tokenizer.empty());
+    auto write_text = [&output](const std::string& name, const std::string& text) {
+      std::ofstream f(output + "/" + name + ".tmp");
+      f << text;
+      f.close();
+      if (!f || std::rename((output + "/" + name + ".tmp").c_str(), (output + "/" + name).c_str()) != 0)
+        throw RunError("cannot write " + output + "/" + name);
+    };
     if (model == "llama") {
       std::map<std::string, std::vector<int64_t>> shapes;
       for (const auto& spec : specs) shapes[spec.name] = spec.shape;
-      const std::string text = hf_llama_config(config, shapes, dtype == "bf16" ? "bfloat16" : "float32");
-      std::ofstream f(output + "/config.json.tmp");
-      f << text;
-      f.close();
-      if (!f || std::rename((output + "/config.json.tmp").c_str(), (output + "/config.json").c_str()) != 0)
-        throw RunError("cannot write " + output + "/config.json");
+      write_text("config.json", hf_llama_config(config, shapes, dtype == "bf16" ? "bfloat16" : "float32", tok.bos, tok.eos));
       what += ", config.json (LlamaForCausalLM)";
+      if (tok.generation_config_from.empty()) {
+        write_text("generation_config.json", generation_config_json(tok.bos, tok.eos));
+        what += ", generation_config.json";
+      } else {
+        what += ", generation_config.json (copied from " + tok.generation_config_from + ")";
+      }
     } else {
       std::filesystem::remove(output + "/config.json", ec);  // never leave an earlier export's config beside these
       std::fprintf(stderr, "scaleguard-run export: model '%s' is exported under the runner's own parameter names "
                            "(not a Hugging Face architecture; no config.json); --init-from reads it back\n",
                    model.c_str());
     }
+    for (const std::string& name : tok.copied) what += ", " + name;
     std::fprintf(stderr, "scaleguard-run export: %zu tensors of step %lld (%s, tp=%d pp=%d dp=%d) -> %s: %s\n",
                  specs.size(), static_cast<long long>(m.step), m.strategy.c_str(), m.tp, m.pp, m.dp, output.c_str(),
                  what.c_str());
+    if (!tok.copied.empty())
+      std::fprintf(stderr, "scaleguard-run export: tokenizer from %s%s\n", tok.from.c_str(),
+                   tokenizer.empty() ? " (the run's --init-from directory)" : "");
+    else
+      std::fprintf(stderr, "scaleguard-run export: no tokenizer files (byte-level tokens as `prep` makes them, or "
+                           "give --tokenizer DIR|FILE)\n");
     return kExitOk;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scaleguard-run export: %s\n", e.what());
@@ -377,8 +491,9 @@ int logits_main(const std::vector<std::string>& all_args) {
     auto model = make_model(cfg);
     std::vector<LoadTarget> targets;
     for (auto& [name, p] : sorted_parameters(*model)) targets.push_back({name, p, p.sizes().vec(), Slice{}});
-    std::vector<std::string> unused;
-    if (auto e = load_safetensors(cfg.init_from, targets, &unused); !e.empty()) throw RunError(e);
+    std::vector<std::string> unused, skipped;
+    if (auto e = load_safetensors(cfg.init_from, targets, &unused, &skipped); !e.empty()) throw RunError(e);
+    if (auto e = check_skipped_buffers(cfg.init_from, skipped, cfg); !e.empty()) throw RunError(e);
     if (!unused.empty()) throw RunError(cfg.init_from + ": holds tensor '" + unused.front() + "', which this model does not have");
     at::NoGradGuard no_grad;
     at::Tensor idx = at::tensor(ids, at::kLong).view({1, static_cast<int64_t>(ids.size())});

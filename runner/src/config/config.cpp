@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "ckpt/interval.h"
+#include "config/hf_config.h"
 #include "scaleguard/build_info.h"
 #include "scaleguard/catalog.h"
 #include "scaleguard/decide.h"
@@ -143,7 +146,8 @@ po::options_description train_options(Config& c) {
      "node MTBF for --ckpt-every auto (0 = the catalog's assumption)")
     ("init-from", po::value(&c.init_from)->default_value(c.init_from),
      "start from these weights: a .safetensors file, or a directory with model.safetensors or "
-     "model.safetensors.index.json (as `scaleguard-run export` writes); a checkpoint in --ckpt-dir wins over it");
+     "model.safetensors.index.json (as `scaleguard-run export` writes); a checkpoint in --ckpt-dir wins over it. "
+     "A directory's config.json (Hugging Face llama/mistral) gives the model's shape: options that disagree are errors");
   po::options_description run("Run time and output");
   run.add_options()
     ("device", po::value(&c.device)->default_value(c.device), "auto | cpu | cuda")
@@ -241,7 +245,7 @@ int line_of(const std::string& path, const std::string& key) {
 
 // --model-preset NAME: the catalog's [model NAME] (the table the planner plans with) fills
 // every shape key that was not given (command line, SCALEGUARD_*, config file).
-void apply_preset(const po::variables_map& vm, Config& cfg) {
+void apply_preset(const po::variables_map& vm, Config& cfg, std::set<std::string>& filled) {
   std::string path = cfg.catalog;
   if (path.empty()) {
     const char* env = std::getenv("SCALEGUARD_CATALOG");
@@ -256,7 +260,11 @@ void apply_preset(const po::variables_map& vm, Config& cfg) {
     throw RunError("--model-preset " + cfg.model_preset + ": no [model " + cfg.model_preset + "] in " + path +
                    " (presets: " + names + ")");
   }
-  auto unset = [&vm](const char* key) { return !vm.count(key) || vm[key].defaulted(); };
+  auto unset = [&vm, &filled](const char* key) {
+    const bool was_unset = !vm.count(key) || vm[key].defaulted();
+    if (was_unset) filled.insert(key);
+    return was_unset;
+  };
   auto set_int = [&](const char* key, int64_t& field, int64_t v) {
     if (unset(key)) field = v, cfg.effective[key] = std::to_string(v);
   };
@@ -306,6 +314,69 @@ std::string short_double_text(double v) {
     if (std::strtod(buf, nullptr) == v) break;
   }
   return buf;
+}
+
+// --init-from DIR with a config.json (a Hugging Face llama directory, or what `export` wrote):
+// the model's shape comes from it. A key given on the command line, in SCALEGUARD_*, the
+// config file or by --model-preset must agree (an error naming both values otherwise);
+// seq-len is the training window, so it may be shorter than max_position_embeddings.
+void apply_hf_config(const po::variables_map& vm, const std::set<std::string>& preset_filled, Config& cfg) {
+  const auto hf = read_hf_model_config(cfg.init_from);
+  if (!hf) return;
+  auto given = [&](const std::string& key) {
+    return (vm.count(key) && !vm[key].defaulted()) || preset_filled.count(key) > 0;
+  };
+  auto source = [&](const std::string& key) {
+    return preset_filled.count(key) ? "--model-preset " + cfg.model_preset + " sets " + key
+                                    : "--" + key;  // command line, SCALEGUARD_*, config file
+  };
+  if (given("model") && cfg.model != "llama")
+    throw RunError(source("model") + " " + cfg.model + ", but " + hf->file + " describes a " + hf->model_type +
+                   " model (model_type); leave --model out or give --model llama");
+  cfg.model = cfg.effective["model"] = "llama";
+  for (const HfKey& k : hf->keys) {
+    double now = 0;
+    int64_t* int_field = nullptr;
+    double* real_field = nullptr;
+    if (k.key == "n-embd") int_field = &cfg.n_embd;
+    else if (k.key == "n-layer") int_field = &cfg.n_layer;
+    else if (k.key == "n-head") int_field = &cfg.n_head;
+    else if (k.key == "n-kv-head") int_field = &cfg.n_kv_head;
+    else if (k.key == "ffn-hidden") int_field = &cfg.ffn_hidden;
+    else if (k.key == "vocab-size") int_field = &cfg.vocab_size;
+    else if (k.key == "seq-len") int_field = &cfg.seq_len;
+    else if (k.key == "rope-theta") real_field = &cfg.rope_theta;
+    else if (k.key == "norm-eps") real_field = &cfg.norm_eps;
+    if (int_field) now = static_cast<double>(*int_field);
+    else if (real_field) now = *real_field;
+    else now = cfg.untied_head ? 1 : 0;  // untied-head
+    // 0 means "derive it" for n-kv-head and ffn-hidden: not a value to compare.
+    bool is_given = given(k.key) && !((k.key == "n-kv-head" || k.key == "ffn-hidden") && now == 0);
+    HfKey mine = k;
+    mine.value = now;
+    const std::string theirs = hf->file + ": " + k.hf + " = " + hf_value_text(k);
+    if (is_given && k.key == "seq-len") {  // a training window up to the model's context
+      if (now > k.value)
+        throw RunError(source(k.key) + " " + hf_value_text(mine) + " is longer than the model's context (" + theirs +
+                       "); give --seq-len " + hf_value_text(k) + " or less");
+      continue;
+    }
+    if (is_given) {
+      const bool same = k.kind == HfKey::Kind::kReal ? std::fabs(now - k.value) <= 1e-12 * std::fabs(k.value) : now == k.value;
+      if (!same)
+        throw RunError(source(k.key) + " " + hf_value_text(mine) + " disagrees with " + theirs +
+                       " (the weights' shape); leave the option out, --init-from DIR takes the model's shape from its config.json");
+      continue;
+    }
+    if (int_field) *int_field = static_cast<int64_t>(k.value), cfg.effective[k.key] = std::to_string(*int_field);
+    else if (real_field) *real_field = k.value, cfg.effective[k.key] = value_text(boost::any(k.value));
+    else cfg.untied_head = k.value != 0, cfg.effective[k.key] = cfg.untied_head ? "true" : "false";
+  }
+  if (hf->sliding_window > 0 && hf->sliding_window < cfg.seq_len)
+    throw RunError(hf->file + ": sliding_window = " + std::to_string(hf->sliding_window) + " is shorter than seq-len " +
+                   std::to_string(cfg.seq_len) + ": sliding-window attention is not implemented; give --seq-len " +
+                   std::to_string(hf->sliding_window) + " or less");
+  cfg.shape_from = hf->file;
 }
 
 uint64_t Config::hash() const {
@@ -375,7 +446,9 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw RunError("invalid configuration: " + what);
   };
-  if (!cfg.model_preset.empty()) apply_preset(vm, cfg);
+  std::set<std::string> preset_filled;
+  if (!cfg.model_preset.empty()) apply_preset(vm, cfg, preset_filled);
+  if (!cfg.init_from.empty()) apply_hf_config(vm, preset_filled, cfg);
   // --model-file: the model is the user's TorchScript module ("script"); its path stays in
   // effective["model-file"] (so it is part of the hashed configuration).
   if (!cfg.effective["model-file"].empty()) cfg.model = cfg.effective["model"] = "script";

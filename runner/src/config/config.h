@@ -109,6 +109,7 @@ struct Config {
 // RunError naming both numbers otherwise. Nothing for other models or tp = 1.
 void check_tp_heads(const Config& cfg, int64_t tp);
 
+  std::string shape_from;          // not a key: "DIR/config.json" when --init-from DIR's config.json gave the shape
 // The shortest decimal text that reads back as exactly v ("0.1", "1e-05"): what --help shows
 // as a floating-point option's default.
 std::string short_double_text(double v);

@@ -330,9 +330,9 @@ class RmsNorm : public nn::Module {
 // interleaved pairs). (T, D) fp32 tables, cast to the activations' dtype as HF does.
 struct Rope {
   at::Tensor cos, sin;  // the model's buffers (moved with it to the device)
-  at::Tensor apply(const at::Tensor& x) const {  // (B, H, T, D)
+  at::Tensor apply(const at::Tensor& x, int64_t pos = 0) const {  // (B, H, T, D) at positions [pos, pos + T)
     const int64_t T = x.size(2), half = x.size(3) / 2;
-    at::Tensor c = cos.slice(0, 0, T).to(x.scalar_type()), s = sin.slice(0, 0, T).to(x.scalar_type());
+    at::Tensor c = cos.slice(0, pos, pos + T).to(x.scalar_type()), s = sin.slice(0, pos, pos + T).to(x.scalar_type());
     at::Tensor rotated = at::cat({x.slice(-1, half).neg(), x.slice(-1, 0, half)}, -1);
     return x * c + rotated * s;
   }
@@ -364,6 +364,26 @@ class LlamaAttention : public nn::Module {
     }
     auto y = attend(q, k, v, *mask_, selective_);                          // (B, H, T, D)
     y = y.transpose(1, 2).contiguous().view({B, T, n_head_ * D});
+    return o_proj->forward(y);                                             // (B, T, C)
+  }
+  // Decoding: x (B, T, C) at positions [pos, pos + T); kc, vc the cached (B, KV, pos, D)
+  // keys and values (undefined when pos = 0), extended here. The same ops as forward()'s
+  // naive attention core on the rows [pos, pos + T) of the whole sequence.
+  at::Tensor forward_cached(const at::Tensor& x, at::Tensor& kc, at::Tensor& vc, int64_t pos) {
+    const int64_t B = x.size(0), T = x.size(1), D = head_dim_;
+    auto q = rope_->apply(q_proj->forward(x).view({B, T, n_head_, D}).transpose(1, 2), pos);  // (B, H, T, D)
+    auto k = rope_->apply(k_proj->forward(x).view({B, T, n_kv_, D}).transpose(1, 2), pos);    // (B, KV, T, D)
+    auto v = v_proj->forward(x).view({B, T, n_kv_, D}).transpose(1, 2);
+    kc = kc.defined() ? at::cat({kc, k}, 2) : k;                             // (B, KV, pos + T, D)
+    vc = vc.defined() ? at::cat({vc, v}, 2) : v;
+    at::Tensor kk = kc, vv = vc;
+    if (n_head_ != n_kv_) {
+      kk = kk.repeat_interleave(n_head_ / n_kv_, 1);                        // (B, H, pos + T, D)
+      vv = vv.repeat_interleave(n_head_ / n_kv_, 1);
+    }
+    auto att = at::matmul(q, kk.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, pos + T)
+    att = att.masked_fill(mask_->slice(0, pos, pos + T).slice(1, 0, pos + T), -INFINITY).softmax(-1);
+    auto y = at::matmul(att, vv).transpose(1, 2).contiguous().view({B, T, n_head_ * D});
     return o_proj->forward(y);                                             // (B, T, C)
   }
   std::shared_ptr<ParallelLinear> q_proj, k_proj, v_proj, o_proj;
@@ -401,6 +421,10 @@ class LlamaBlock : public nn::Module {  // HF's LlamaDecoderLayer, pre-norm resi
     x = x + self_attn->forward(input_layernorm->forward(x));
     return x + mlp->forward(post_attention_layernorm->forward(x));
   }
+  at::Tensor forward_cached(at::Tensor x, at::Tensor& kc, at::Tensor& vc, int64_t pos) {
+    x = x + self_attn->forward_cached(input_layernorm->forward(x), kc, vc, pos);
+    return x + mlp->forward(post_attention_layernorm->forward(x));
+  }
   std::shared_ptr<RmsNorm> input_layernorm, post_attention_layernorm;
   std::shared_ptr<LlamaAttention> self_attn;
   std::shared_ptr<LlamaMlp> mlp;
@@ -410,7 +434,7 @@ class Llama : public LanguageModel {
  public:
   Llama(const Config& c, const ModelPart& part)
       : part_(part), tp_(part.tp_group), compute_(c.precision == "bf16" ? at::kBFloat16 : at::kFloat),
-        recompute_(parse_recompute(c.recompute)) {
+        recompute_(parse_recompute(c.recompute)), seq_len_(c.seq_len) {
     tied_copy_ = part.has_head && !part.has_embedding && !c.untied_head;
     // Vocabulary parallel as the GPT: V/tp rows of embed_tokens and lm_head per rank.
     vocab_parallel_ = tp_.size() > 1 && c.vocab_size % tp_.size() == 0;
@@ -467,6 +491,22 @@ class Llama : public LanguageModel {
     if (!vocab_parallel_) return LanguageModel::cross_entropy(logits, targets);
     return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), vocab_first_, tp_);
   }
+  bool supports_kv_cache() const override {
+    return part_.has_embedding && part_.has_head && tp_.size() == 1 && block_hooks_ == nullptr;
+  }
+  at::Tensor forward_cached(const at::Tensor& idx, KvCache& cache) override {  // idx (B, T_new)
+    if (!supports_kv_cache()) return LanguageModel::forward_cached(idx, cache);
+    const int64_t pos = cache.length, T = idx.size(1);
+    if (pos + T > seq_len_)
+      throw RunError("KV cache: positions up to " + std::to_string(pos + T) + " exceed seq-len " + std::to_string(seq_len_));
+    cache.k.resize(blocks_.size());
+    cache.v.resize(blocks_.size());
+    at::Tensor x = embed_->forward(idx).to(compute_);                    // (B, T, C)
+    for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward_cached(x, cache.k[i], cache.v[i], pos);
+    cache.length = pos + T;
+    x = norm_->forward(x);
+    return at::linear(x, as_compute(lm_head_ ? lm_head_->weight : embed_->weight, x));  // (B, T, V)
+  }
   bool predicts_every_position() const override { return true; }
   bool calls_block_hooks() const override { return true; }  // model.layers.N: ZeRO-3's per-block gather
   bool has_head() const override { return part_.has_head; }
@@ -485,6 +525,7 @@ class Llama : public LanguageModel {
   TpGroup tp_;  // before the blocks: they keep a pointer to it
   at::ScalarType compute_;
   Recompute recompute_;
+  int64_t seq_len_;
   bool vocab_parallel_ = false;
   int64_t vocab_first_ = 0;
   bool tied_copy_ = false;
@@ -540,6 +581,10 @@ at::Tensor LanguageModel::hooked_block(int64_t index, const at::Tensor& x,
   at::Tensor y = fn(x);
   block_hooks_->after_forward(index);
   return at::GradMode::is_enabled() ? BeforeBlockBackward::apply(y, block_hooks_, index) : y;
+}
+
+at::Tensor LanguageModel::forward_cached(const at::Tensor& /*idx*/, KvCache& /*cache*/) {
+  throw RunError("this model has no KV cache (forward_cached): recompute the window instead");
 }
 
 at::Tensor LanguageModel::loss(const at::Tensor& input, const at::Tensor& targets) {

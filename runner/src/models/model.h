@@ -43,6 +43,13 @@ class BlockHooks {
   virtual void before_backward(int64_t block) = 0;
 };
 
+// Incremental decoding (`sample`): the keys and values of the positions already run, per
+// block, as the attention holds them (before grouped-query attention repeats them).
+struct KvCache {
+  std::vector<at::Tensor> k, v;  // per block: (B, KV, length, D)
+  int64_t length = 0;            // positions held
+};
+
 class LanguageModel : public torch::nn::Module {
  public:
   // ZeRO-3: a model that runs blocks calls these hooks around each (nullptr = none). A model
@@ -69,6 +76,12 @@ class LanguageModel : public torch::nn::Module {
   // Evaluation (--eval-every): a module with dropout or batch norm switches to its inference
   // behaviour (and batch norm keeps its running statistics). Ours have neither.
   virtual void set_evaluating(bool /*on*/) {}
+  // Incremental decoding: true for a model with forward_cached() (the whole Llama in one
+  // process). forward_cached(idx (B, T_new)) runs only the tokens after the cache's, at
+  // positions [cache.length, cache.length + T_new) < seq-len, extends the cache and returns
+  // their logits (B, T_new, V): what forward() of the whole sequence gives for those rows.
+  virtual bool supports_kv_cache() const { return false; }
+  virtual at::Tensor forward_cached(const at::Tensor& idx, KvCache& cache);
 
   // The last pipeline stage of a tied-head GPT holds its own copy of "wte.weight"; its
   // gradient must be summed with the first stage's (and it is not counted twice in the

@@ -7,8 +7,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 PY=/usr/bin/python3   # Debian's, with python3-sentencepiece
 
-# make_corpus MEGABYTES: $work/corpus.jsonl, deterministic mixed text
-make_corpus() { "$PY" "$here/make_corpus.py" "$work/corpus.jsonl" "$1"; }
+# make_corpus MEGABYTES: $work/corpus.jsonl, deterministic mixed text (SG_CORPUS_MB overrides: bench/tokenizer)
+make_corpus() { "$PY" "$here/make_corpus.py" "$work/corpus.jsonl" "${SG_CORPUS_MB:-$1}"; }
 
 # ours TOKENIZER OUTPUT FORMAT THREADS: runs prep(), echoes the seconds it reported
 ours() {

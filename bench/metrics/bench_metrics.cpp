@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   cases[2].name = "350M on 8 GPUs (reject, intent)";
   cases[2].request.gpus_total = 8, cases[2].request.time_limit_min = 24 * 60;
   cases[2].request.model = "350M", cases[2].request.single_gpu_hours = 11;
+  pm::calibrate_clock();   // as job_submit/scaleguard's start_metrics()
   pm::DecisionMetrics metrics;
   using clock = std::chrono::steady_clock;
   std::printf("%-36s %14s %18s %8s\n", "request", "decide (ns)", "+ metrics (ns)", "ratio");

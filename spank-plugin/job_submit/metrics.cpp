@@ -67,6 +67,7 @@ void thread_main(Writer* w) {
 
 void start_metrics(const Settings& settings) {
   if (settings.metrics_file.empty() || g_writer.load()) return;
+  pm::calibrate_clock();   // at init (20 ms), never in a judging thread
   auto* w = new Writer;
   w->path = settings.metrics_file;
   w->interval_s = settings.metrics_interval_s;

@@ -94,6 +94,23 @@ TEST(Metrics, LatencyHistogramIsCumulative) {
   EXPECT_TRUE(has_line(s, "scaleguard_decision_duration_seconds_sum{event=\"submit\"} 5.000043")) << s;
 }
 
+// The latency clock after calibration (the TSC where Linux keeps time with it) agrees with
+// CLOCK_MONOTONIC: a scale or base off by a factor would file every decision in a wrong bucket.
+TEST(Metrics, CalibratedClockFollowsClockMonotonic) {
+  auto mono = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000.0 + ts.tv_nsec;
+  };
+  calibrate_clock();
+  const double m0 = mono(), c0 = static_cast<double>(monotonic_ns());
+  const timespec pause{0, 100000000};   // 100 ms
+  nanosleep(&pause, nullptr);
+  const double m1 = mono(), c1 = static_cast<double>(monotonic_ns());
+  EXPECT_NEAR(c0, m0, 2e6);                       // the same time base (within 2 ms)
+  EXPECT_NEAR((c1 - c0) / (m1 - m0), 1.0, 0.02);  // the same rate
+}
+
 TEST(Metrics, LabelSetsAreBounded) {
   DecisionMetrics m;
   Decision d;

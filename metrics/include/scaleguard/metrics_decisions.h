@@ -27,7 +27,10 @@ enum class Event : std::uint8_t { submit, update };
 // a name the policy does not have, so users cannot mint label values.
 std::string partition_label(const Policy& policy, const std::string& requested, const Decision& d);
 
-// CLOCK_MONOTONIC in nanoseconds (for observe_ns).
+// Monotonic nanoseconds for observe_ns: CLOCK_MONOTONIC, or the TSC scaled to it once
+// calibrate_clock() has run (blocks 20 ms: call it at start-up, never in a judging thread; it
+// keeps CLOCK_MONOTONIC unless Linux's clocksource is the TSC).
+void calibrate_clock();
 std::uint64_t monotonic_ns();
 
 class DecisionMetrics {

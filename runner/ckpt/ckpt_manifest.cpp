@@ -58,6 +58,8 @@ std::string manifest_to_json(const Manifest& m) {
             {"model", {{"name", m.model_name}, {"config_hash", m.config_hash}}},
             {"shards", std::move(shards)}};
   if (!m.model_config.empty()) j["model"]["config"] = m.model_config;
+  if (m.tier != "shared") j["tier"] = m.tier;
+  if (!m.partners.empty()) j["partners"] = m.partners;
   return j.dump(1) + "\n";
 }
 
@@ -153,6 +155,19 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& orig
   }
   const auto shards = f.get<json>(j, "shards", "manifest");
   if (!f.first_error.empty()) return fail(f.first_error);
+  if (j.contains("tier")) {
+    if (!j["tier"].is_string() || (j["tier"] != "shared" && j["tier"] != "local"))
+      return fail("tier must be \"shared\" or \"local\"");
+    m.tier = j["tier"].get<std::string>();
+  }
+  if (j.contains("partners")) {
+    const json& p = j["partners"];
+    if (!p.is_array()) return fail("partners must be an array of ranks");
+    for (const auto& r : p) {
+      if (!r.is_number_integer()) return fail("partners must be an array of ranks");
+      m.partners.push_back(r.get<int>());
+    }
+  }
   if (format != "scaleguard-checkpoint") return fail("format is '" + format + "', not a scaleguard checkpoint");
   if (m.format_version != kFormatVersion)
     return fail("format_version " + std::to_string(m.format_version) + " is not supported (this build reads " +
@@ -203,11 +218,28 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& orig
   for (size_t i = 1; i < m.shards.size(); ++i)
     if (m.shards[i].rank == m.shards[i - 1].rank)
       return fail("rank " + std::to_string(m.shards[i].rank) + " has two shards");
+  if (!m.partners.empty() && static_cast<int>(m.partners.size()) != m.world_size)
+    return fail("partners lists " + std::to_string(m.partners.size()) + " ranks, world_size is " +
+                std::to_string(m.world_size));
+  for (int p : m.partners)
+    if (p < -1 || p >= m.world_size) return fail("partner rank " + std::to_string(p) + " outside world_size");
+  // Shared tier: no two slices of a tensor overlap anywhere. Local tier: each shard is its
+  // rank's whole state (replicas not split), so only slices within one shard are checked.
+  std::map<std::pair<int, std::string>, std::vector<const DatasetEntry*>> by_shard;
   for (const auto& s : m.shards) {
     if (s.rank < 0 || s.rank >= m.world_size)
       return fail("shard rank " + std::to_string(s.rank) + " outside world_size " + std::to_string(m.world_size));
     for (const auto& d : s.datasets)
-      if (!d.rank_scoped) by_name[d.name].push_back(&d);
+      if (!d.rank_scoped) by_name[d.name].push_back(&d), by_shard[{s.rank, d.name}].push_back(&d);
+  }
+  if (m.tier == "local") {
+    for (const auto& [key, parts] : by_shard)
+      for (size_t i = 0; i < parts.size(); ++i)
+        for (size_t k = 0; k < i; ++k)
+          if (overlap(*parts[i], *parts[k]))
+            return fail("dataset '" + key.second + "' of rank " + std::to_string(key.first) +
+                        ": slices at offsets " + shape_str(parts[k]->offset) + " and " +
+                        shape_str(parts[i]->offset) + " overlap");
   }
   // Slices of one tensor must agree on what the tensor is and must not overlap, or a reader
   // assembling a slice could not tell which bytes are right.
@@ -215,7 +247,7 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& orig
     for (size_t i = 0; i < parts.size(); ++i) {
       if (parts[i]->dtype != parts[0]->dtype || parts[i]->global_shape != parts[0]->global_shape)
         return fail("dataset '" + name + "' has different dtype or global_shape in different shards");
-      for (size_t k = 0; k < i; ++k)
+      for (size_t k = 0; k < i && m.tier != "local"; ++k)
         if (overlap(*parts[i], *parts[k]))
           return fail("dataset '" + name + "': slices at offsets " + shape_str(parts[k]->offset) + " and " +
                       shape_str(parts[i]->offset) + " overlap");

@@ -75,12 +75,21 @@ std::optional<uint64_t> raw_offset(hid_t ds, hid_t type, uint64_t bytes) {
 
 Result<Reader> Reader::open(const std::string& dir, const OpenOptions& options) {
   h5::quiet();
-  auto m = read_manifest(dir);
-  if (!m) return m.error();
+  auto parsed = read_manifest(dir);
+  if (!parsed) return parsed.error();
+  auto m = std::make_unique<Manifest>(std::move(parsed).value());
   if (!options.expect_config_hash.empty() && m->config_hash != options.expect_config_hash)
     return Error{dir + ": checkpoint of model '" + m->model_name + "' (config hash " + m->config_hash +
                      "), but this run's model has config hash " + options.expect_config_hash,
                  dir, 0, "config_hash", "point --ckpt-dir at this model's checkpoints or start fresh"};
+  if (options.only_rank >= 0) {
+    std::vector<ShardEntry> mine;
+    for (auto& s : m->shards)
+      if (s.rank == options.only_rank) mine.push_back(std::move(s));
+    if (mine.empty())
+      return Error{dir + ": the manifest lists no shard of rank " + std::to_string(options.only_rank), dir, 0, "", ""};
+    m->shards = std::move(mine);
+  }
   if (options.verify_files) {
     const auto problems = verify_files(dir, *m);
     if (!problems.empty()) {
@@ -92,7 +101,7 @@ Result<Reader> Reader::open(const std::string& dir, const OpenOptions& options) 
   Reader r;
   r.raw_ = std::make_shared<RawReader>();
   r.dir_ = dir;
-  r.manifest_ = std::move(m).value();
+  r.manifest_ = std::move(*m);
   for (const auto& s : r.manifest_.shards) {
     auto f = std::make_shared<File>();
     f->path = dir + "/" + s.file;

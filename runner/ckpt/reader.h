@@ -23,6 +23,10 @@ std::string base_name(const std::string& dataset);
 struct OpenOptions {
   bool verify_files = true;        // whole-file checksums (reads every byte once)
   std::string expect_config_hash;  // non-empty: refuse a checkpoint of another model
+  // >= 0: open only this rank's shard (the manifest seen through the reader lists it alone).
+  // A local-tier checkpoint (--ckpt-local-dir) is read so: a node's directory holds only some
+  // shards, and each shard holds everything its rank needs.
+  int only_rank = -1;
 };
 
 class Reader {

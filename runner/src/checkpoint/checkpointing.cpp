@@ -16,6 +16,8 @@
 #include <set>
 
 #include "checkpoint/device_staging.h"
+#include "ckpt/local_tier.h"
+#include "scaleguard/goodput.h"
 #include "scaleguard/catalog.h"
 #include "train/trainer.h"
 #include "scaleguard/build_info.h"
@@ -27,6 +29,46 @@ namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Unix seconds: goodput's marks (compared across runs, and so across processes and nodes).
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// This process's start in Unix seconds (/proc: boot time + start ticks), else now.
+double process_start() {
+  std::FILE* f = std::fopen("/proc/self/stat", "r");
+  std::string stat;
+  if (f) {
+    char buf[1024];
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    stat.assign(buf, n);
+  }
+  unsigned long long ticks = 0;
+  const size_t paren = stat.rfind(')');
+  if (paren != std::string::npos) {
+    // Fields after the command: state is field 3; starttime is field 22.
+    const char* p = stat.c_str() + paren + 2;
+    for (int field = 3; field < 22 && *p; ++field) p = std::strchr(p, ' ') ? std::strchr(p, ' ') + 1 : "";
+    ticks = std::strtoull(p, nullptr, 10);
+  }
+  double btime = 0;
+  if (std::FILE* s = std::fopen("/proc/stat", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, s))
+      if (std::strncmp(line, "btime ", 6) == 0) btime = std::strtod(line + 6, nullptr);
+    std::fclose(s);
+  }
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (ticks == 0 || btime <= 0 || hz <= 0) return wall_now();
+  return std::min(wall_now(), btime + static_cast<double>(ticks) / static_cast<double>(hz));
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
 }
 
 // Rows [lo, hi) of dim 0 that member `i` of `n` writes.
@@ -189,6 +231,12 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
   meta.config_hash = model_hash(cfg);
   for (const std::string& key : model_config_keys())
     if (auto it = cfg.effective.find(key); it != cfg.effective.end()) meta.model_config[key] = it->second;
+  // Where the weights came from (absolute): `export` takes that directory's tokenizer files.
+  if (!cfg.init_from.empty()) {
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(cfg.init_from, ec);
+    meta.model_config["init-from"] = ec ? cfg.init_from : abs.lexically_normal().string();
+  }
   meta.code_version = build_version();
   saver_ = std::make_unique<ck::Saver>(cfg.ckpt_dir, meta, *comm_, static_cast<int>(cfg.ckpt_keep),
                                        [this](const std::string& line) { log(line); });
@@ -218,6 +266,53 @@ Checkpointing::Checkpointing(const Config& cfg, const Launch& launch)
   else
     describe_ += " (fixed: from one save's start to the next)";
   clock_ = std::make_unique<ck::IntervalClock>(spec, job_mtbf, now_s());
+  meta_ = meta;
+
+  // --ckpt-local-dir: the spec above paces the local tier; --ckpt-shared-every the shared one.
+  if (!cfg.ckpt_local_dir.empty()) {
+    local_clock_ = std::move(clock_);
+    local_describe_ = describe_;
+    const std::string shared = cfg.ckpt_shared_every.empty() ? "auto" : cfg.ckpt_shared_every;
+    const ck::IntervalSpec sspec = ck::parse_interval(shared).value();  // validated by parse_train_args
+    describe_ = "--ckpt-shared-every " + shared;
+    if (sspec.kind == ck::IntervalSpec::Kind::automatic)
+      describe_ += std::string(" (Daly from the measured cost of a shared save, job MTBF ") + mtbf + " h)";
+    clock_ = std::make_unique<ck::IntervalClock>(sspec, job_mtbf, now_s());
+    // Every rank's node; SCALEGUARD_TEST_RANKS_PER_NODE=N makes ranks [kN, (k+1)N) node k
+    // (tests on one machine: one local directory per "node" through %h).
+    int node = launch.node;
+    std::string host = launch.host;
+    if (const char* rpn = std::getenv("SCALEGUARD_TEST_RANKS_PER_NODE"); rpn && std::atoi(rpn) > 0) {
+      node = launch.rank / std::atoi(rpn);
+      host = "node" + std::to_string(node);
+    }
+    std::vector<int> node_of(static_cast<size_t>(launch.world));
+    MPI_Allgather(&node, 1, MPI_INT, node_of.data(), 1, MPI_INT, launch.world_comm);
+    std::string dir = cfg.ckpt_local_dir;
+    for (size_t at = dir.find("%h"); at != std::string::npos; at = dir.find("%h", at + host.size()))
+      dir.replace(at, 2, host);
+    local_ = std::make_unique<ck::LocalTier>(dir, meta, launch.world_comm, node_of, static_cast<int>(cfg.ckpt_local_keep),
+                                             [this](const std::string& line) { log(line); });
+  }
+
+  // Goodput (rank 0): this run appended to the job's file in the checkpoint directory.
+  if (launch.rank == 0) {
+    ck::GoodputFile previous;
+    const std::string path = cfg.ckpt_dir + "/" + ck::kGoodputName;
+    if (std::filesystem::exists(path)) {
+      if (auto f = ck::read_goodput(path)) previous = std::move(f).value();
+      else log("goodput: " + f.error().message + ": starting a new record");
+    }
+    ck::GoodputRun run;
+    const std::string job = env_or("SLURM_JOB_ID", "");
+    if (previous.job.empty()) previous.job = job;
+    run.allocation = job.empty() ? "" : job + "." + env_or("SLURM_RESTART_COUNT", "0");
+    run.host = launch.host;
+    run.ranks = launch.world;
+    goodput_ = std::make_unique<ck::GoodputMeter>(std::move(previous), std::move(run), process_start());
+    const std::string every = env_or("SCALEGUARD_GOODPUT_WRITE_S", "1");
+    goodput_every_s_ = std::strtod(every.c_str(), nullptr);
+  }
 }
 
 Checkpointing::~Checkpointing() = default;
@@ -231,18 +326,50 @@ std::string Checkpointing::prepare() const {
   std::filesystem::create_directories(cfg_.ckpt_dir, ec);
   if (ec) return "cannot create checkpoint directory '" + cfg_.ckpt_dir + "': " + ec.message();
   if (::access(cfg_.ckpt_dir.c_str(), W_OK | X_OK) != 0)
-  // Where the weights came from (absolute): `export` takes that directory's tokenizer files.
-  if (!cfg.init_from.empty()) {
-    std::error_code ec;
-    const auto abs = std::filesystem::absolute(cfg.init_from, ec);
-    meta.model_config["init-from"] = ec ? cfg.init_from : abs.lexically_normal().string();
-  }
     return "checkpoint directory '" + cfg_.ckpt_dir + "' is not writable: " + std::strerror(errno) +
            " (give a --ckpt-dir this user can write)";
+  if (local_) return local_->prepare();
   return "";
 }
 
 std::string Checkpointing::reserve(Trainer& t) {
+  const std::string error = reserve_memory(t);
+  // The last start-up step before training: goodput's start-up ends here.
+  if (goodput_) {
+    ck::GoodputRun& run = const_cast<ck::GoodputRun&>(goodput_->run());
+    run.gpus = t.parameters().front().param.is_cuda() ? launch_.world : 0;
+    goodput_->ready(wall_now(), t.state().step);
+    write_goodput(true);
+    t.hooks.final_metrics = [this] { return goodput_line(); };
+  }
+  return error;
+}
+
+void Checkpointing::write_goodput(bool now) {
+  if (!goodput_) return;
+  const double t = now_s();
+  if (!now && t - goodput_written_ < goodput_every_s_) return;
+  goodput_written_ = t;
+  if (auto e = ck::write_goodput(cfg_.ckpt_dir + "/" + ck::kGoodputName, goodput_->file()); !e.empty())
+    log("goodput: " + e);
+}
+
+std::string Checkpointing::goodput_line() const {
+  if (!goodput_) return "";
+  const ck::GoodputRun& r = goodput_->run();
+  const ck::GoodputTotals tot = goodput_->file().totals();
+  char line[640];
+  std::snprintf(line, sizeof line,
+                "{\"goodput\":{\"run\":%zu,\"wall_s\":%.3f,\"startup_s\":%.3f,\"restore_s\":%.3f,"
+                "\"productive_s\":%.3f,\"lost_s\":%.3f,\"lost_steps\":%lld,\"ckpt_s\":%.3f,\"overhead_s\":%.3f,"
+                "\"restart_s\":%.3f,\"job_allocated_s\":%.3f,\"job_goodput\":%.4f,\"job_failures\":%d}}",
+                goodput_->file().runs.size() - 1, r.wall(), r.startup_s, r.restore_s, r.productive_s, r.lost_s,
+                static_cast<long long>(r.lost_steps), r.ckpt_s, r.overhead_s, r.restart_s, tot.allocated_s,
+                tot.goodput(), tot.failures);
+  return line;
+}
+
+std::string Checkpointing::reserve_memory(Trainer& t) {
   if (!cfg_.ckpt_async) return "";
   try {
     // On a GPU: a pinned mirror of every flat bucket and optimizer-state buffer, reused by
@@ -322,7 +449,35 @@ std::string Checkpointing::resume(Trainer& t) {
         ", keep " + std::to_string(cfg_.ckpt_keep) + ", on error " + cfg_.ckpt_on_error);
   ck::OpenOptions opts;
   opts.expect_config_hash = model_hash(cfg_);  // what the saver writes
-  auto found = ck::resume(store_, *comm_, opts);  // collective; same outcome everywhere
+  const double restore_t0 = wall_now();
+  std::string tier = "shared";
+  // The local tier first when it holds a newer checkpoint than the shared one (newest wins).
+  auto found = [&]() -> Result<std::optional<ck::Reader>> {
+    if (!local_) return ck::resume(store_, *comm_, opts);   // collective; same outcome everywhere
+    int64_t shared_newest = -1;
+    if (launch_.rank == 0)
+      if (auto listed = store_.list())
+        for (const auto& l : *listed)
+          if (l.status == ck::Status::committed) shared_newest = std::max(shared_newest, l.step);
+    shared_newest = std::stoll(comm_->broadcast(std::to_string(shared_newest)));
+    if (auto chosen = local_->restore(shared_newest, meta_)) {
+      ck::OpenOptions mine = opts;
+      mine.only_rank = launch_.rank;
+      mine.verify_files = false;   // restore() verified this rank's shard
+      auto r = ck::Reader::open(chosen->dir, mine);
+      if (comm_->all_min(r ? 1 : 0) == 1) {
+        tier = "local";
+        if (launch_.rank == 0)
+          log("local tier: " + ck::step_dir_name(chosen->step) + " in " + local_->dir() + " (newer than the shared tier's " +
+              (shared_newest < 0 ? std::string("none") : ck::step_dir_name(shared_newest)) + "), " +
+              std::to_string(chosen->from_partner) + " shard(s) restored from partner copies");
+        return std::optional<ck::Reader>(std::move(r).value());
+      }
+      log("local tier: cannot open " + chosen->dir + (r ? std::string(" on another rank") : ": " + r.error().message) +
+          "; resuming from the shared tier");
+    }
+    return ck::resume(store_, *comm_, opts);
+  }();
   if (!found) return found.error().str();
   if (!found->has_value()) {
     if (launch_.rank == 0 && cfg_.verbose) log("no checkpoint in " + cfg_.ckpt_dir + ": starting at step 0");
@@ -469,7 +624,9 @@ std::string Checkpointing::resume(Trainer& t) {
     return dir + ": " + e.what();
   }
   last_committed_ = t.state().step;
+  if (tier == "local") last_committed_ = -1, last_local_ = t.state().step;  // the shared tier lacks it
   resumed_ = true;
+  if (goodput_) goodput_->restored(restore_t0, wall_now(), t.state().step, tier);
   if (launch_.rank == 0)
     log("resumed from " + ck::step_dir_name(t.state().step) + " (restart #" + std::to_string(t.state().restarts) +
         ", written by " + std::to_string(reader.manifest().world_size) + " rank(s), now " +
@@ -493,7 +650,7 @@ void Checkpointing::before_update(const at::Tensor& live) {
   if (staging_) staging_->fence(live);
 }
 
-ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy, StagedBuffers* staged) const {
+ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy, StagedBuffers* staged, bool whole_rank) const {
   const TrainState& st = t.state();
   ck::Snapshot snap(st.step, copy);
   const ProcessGrid& g = t.grid();
@@ -503,8 +660,9 @@ ck::Snapshot Checkpointing::snapshot(Trainer& t, bool copy, StagedBuffers* stage
   // (a slice of the fused q|k|v, a ZeRO-1 range) writes box k > 0 as NAME@k.
   auto add = [&](const std::string& name, const at::Tensor& tensor, int64_t t_base, const FlatParam& p, int64_t lo,
                  int64_t hi, bool sharded) {
-    if (tied_copy(g, p.name)) return;
+    if (tied_copy(g, p.name) && !whole_rank) return;
     auto [member, members] = replica(g, !p.slice.whole(), sharded);
+    if (whole_rank) member = 0, members = 1;   // the local tier: the shard alone resumes this rank
     const int64_t inner = p.param.dim() == 0 ? 1 : volume(p.param.sizes().slice(1));
     const int64_t n_rows = p.param.dim() == 0 ? 1 : p.param.size(0);
     auto [r0, r1] = rows(n_rows, member, members);
@@ -580,6 +738,27 @@ void Checkpointing::save_now(Trainer& t, bool must_commit) {
   committed(ck::SaveCost{took, 0, 0, false}, !must_commit && t.state().step < cfg_.steps);
 }
 
+void Checkpointing::save_local(Trainer& t) {
+  const double t0 = now_s();
+  auto r = local_->save(snapshot(t, false, nullptr, true));
+  const double took = now_s() - t0;
+  local_clock_->saved(now_s(), took);
+  if (!r) {
+    // The shared tier stays the durable copy: a failed local save is logged, never fatal.
+    if (launch_.rank == 0) log("local save failed: " + r.error().str() + "; training continues");
+    return;
+  }
+  last_local_ = r->step;
+  if (launch_.rank == 0) {
+    char line[256];
+    std::snprintf(line, sizeof line, "local %s committed: %.2f MB in this rank's shard, written in %.3f s, %.3f s with the partner copy",
+                  ck::step_dir_name(r->step).c_str(), static_cast<double>(r->bytes) / 1e6, r->write_seconds, took);
+    log(line);
+    const std::string why = local_clock_->explain(ck::SaveCost{took, 0, 0, false}, cost_.baseline_step());
+    if (!why.empty()) log("local tier: " + why);
+  }
+}
+
 void Checkpointing::committed(const ck::SaveCost& cost, bool log_interval) {
   clock_->committed(now_s(), cost.total());
   if (log_interval && launch_.rank == 0) {
@@ -592,8 +771,22 @@ void Checkpointing::after_step(Trainer& t, bool stopping) {
   // The step's own time (from the end of the previous after_step): with a save in flight it
   // tells the I/O contention, without one the baseline (SaveCostMeter).
   if (step_end_ >= 0) cost_.step(now_s() - step_end_, saver_->pending());
+  const double t_hook = wall_now();
   after_step_inner(t, stopping);
   step_end_ = now_s();
+  if (goodput_) {
+    const bool end = stopping || t.state().step >= cfg_.steps;
+    goodput_->step(t.state().step, t.state().step_seconds, t_hook, wall_now());
+    if (end) goodput_->ended(stopping ? "stopped" : "finished");
+    write_goodput(end);
+  }
+  // Test hook: SCALEGUARD_TEST_HANG_AFTER_STEP=STEP: every rank stops here after that step
+  // (its saves and goodput record done), so a test can kill ranks at a known point.
+  if (const char* h = std::getenv("SCALEGUARD_TEST_HANG_AFTER_STEP"); h && std::atoll(h) == t.state().step) {
+    std::fprintf(stderr, "scaleguard-run: rank %d: test hang after step %lld (pid %d)\n", launch_.rank,
+                 static_cast<long long>(t.state().step), static_cast<int>(::getpid()));
+    for (;;) ::sleep(60);
+  }
 }
 
 void Checkpointing::after_step_inner(Trainer& t, bool stopping) {
@@ -622,6 +815,13 @@ void Checkpointing::after_step_inner(Trainer& t, bool stopping) {
   }
   bool due = clock_->due(step, now_s());
   if (clock_->time_based()) due = ck::agree_due(*comm_, due);  // ranks' clocks differ
+  // The local tier (synchronous): due by its own clock; not at the stop or the end, which go
+  // to the shared tier.
+  if (local_ && !stopping && !last && last_local_ != step) {
+    bool local_due = local_clock_->due(step, now_s());
+    if (local_clock_->time_based()) local_due = ck::agree_due(*comm_, local_due);
+    if (local_due) save_local(t);
+  }
   if (stopping || last) {
     // Stop or end: everything on disk before returning (exit 85 only after the commit).
     finish_pending(stopping, false);

@@ -18,6 +18,11 @@
 #include "config/config.h"
 #include "launch/launch.h"
 
+namespace scaleguard::ckpt {
+class LocalTier;
+class GoodputMeter;
+}  // namespace scaleguard::ckpt
+
 namespace scaleguard::run {
 
 class Trainer;
@@ -56,13 +61,22 @@ class Checkpointing {
   // TrainHooks::before_update: the optimizer is about to change `live`; an async save in
   // flight copies it first (on a GPU: the update waits on the stream for its bucket's copy).
   void before_update(const at::Tensor& live);
+  // Rank 0: this run's goodput as one JSON line for the metrics file ("" on other ranks).
+  std::string goodput_line() const;
 
  private:
   void log(const std::string& line) const;
   // Top-k compression's per-rank residuals from `reader` into t.compressor(); "" or the error.
   std::string load_compress_state(Trainer& t, const ckpt::Reader& reader) const;
   // staged: the tensors as views of its host mirrors (GPU checkpoints) instead of the live ones.
-  ckpt::Snapshot snapshot(Trainer& t, bool copy, StagedBuffers* staged = nullptr) const;
+  // whole_rank (the local tier): everything this rank holds, replicas not split among their
+  // holders and the last stage's tied embedding included, so the shard alone resumes the rank.
+  ckpt::Snapshot snapshot(Trainer& t, bool copy, StagedBuffers* staged = nullptr, bool whole_rank = false) const;
+  std::string reserve_memory(Trainer& t);
+  // A local-tier save (synchronous, with the partner copy); a failure is logged, not fatal.
+  void save_local(Trainer& t);
+  // Rank 0: CKPT_DIR/goodput.json, at most every SCALEGUARD_GOODPUT_WRITE_S seconds unless now.
+  void write_goodput(bool now);
   void save_now(Trainer& t, bool must_commit);
   void handle(const Result<ckpt::Committed>& r, bool must_commit);
   // The save started last has committed (any outcome): its cost reaches the interval clock,
@@ -86,6 +100,15 @@ class Checkpointing {
   std::string describe_;        // how the interval was chosen, for the start-up line
   int64_t last_committed_ = -1;
   bool resumed_ = false;
+  ckpt::CheckpointMeta meta_;
+  // --ckpt-local-dir: the local tier and its clock (clock_ then paces the shared tier).
+  std::unique_ptr<ckpt::LocalTier> local_;
+  std::unique_ptr<ckpt::IntervalClock> local_clock_;
+  std::string local_describe_;
+  int64_t last_local_ = -1;
+  // Rank 0: this run's goodput, recorded in CKPT_DIR/goodput.json.
+  std::unique_ptr<ckpt::GoodputMeter> goodput_;
+  double goodput_every_s_ = 1, goodput_written_ = -1e18;
 };
 
 }  // namespace scaleguard::run

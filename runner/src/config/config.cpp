@@ -144,6 +144,14 @@ po::options_description train_options(Config& c) {
      "a failed save: stop (exit 1) | continue (log it, keep training)")
     ("ckpt-mtbf-hours", real_value(c.ckpt_mtbf_hours),
      "node MTBF for --ckpt-every auto (0 = the catalog's assumption)")
+    ("ckpt-local-dir", po::value(&c.ckpt_local_dir)->default_value(c.ckpt_local_dir),
+     "node-local checkpoint directory (instance store, $TMPDIR; %h = host name): --ckpt-every saves go here, "
+     "each rank's shard also to a partner node's; --ckpt-dir gets --ckpt-shared-every saves (empty = no local tier)")
+    ("ckpt-shared-every", po::value(&c.ckpt_shared_every)->default_value(c.ckpt_shared_every),
+     "with --ckpt-local-dir: the shared --ckpt-dir's cadence, N (steps), Nmin or auto (Daly from the shared "
+     "save's own measured cost); empty = auto")
+    ("ckpt-local-keep", po::value(&c.ckpt_local_keep)->default_value(c.ckpt_local_keep),
+     "committed local checkpoints kept on each node (>= 1)")
     ("init-from", po::value(&c.init_from)->default_value(c.init_from),
      "start from these weights: a .safetensors file, or a directory with model.safetensors or "
      "model.safetensors.index.json (as `scaleguard-run export` writes); a checkpoint in --ckpt-dir wins over it. "
@@ -490,6 +498,13 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
           "ckpt-keep >= 0, ckpt-interval-s >= 0, ckpt-mtbf-hours >= 0");
   require(cfg.ckpt_on_error == "stop" || cfg.ckpt_on_error == "continue",
           "ckpt-on-error must be stop or continue, not '" + cfg.ckpt_on_error + "'");
+  require(cfg.ckpt_local_keep >= 1, "ckpt-local-keep >= 1");
+  require(cfg.ckpt_local_dir.empty() || !cfg.ckpt_dir.empty(),
+          "ckpt-local-dir needs ckpt-dir (the shared tier that survives losing a node and its partner)");
+  if (!cfg.ckpt_shared_every.empty()) {
+    auto every = ckpt::parse_interval(cfg.ckpt_shared_every);
+    require(every.ok(), every.ok() ? "" : "ckpt-shared-every: " + every.error().message + " (" + every.error().hint + ")");
+  }
   if (!cfg.ckpt_every.empty()) {
     auto every = ckpt::parse_interval(cfg.ckpt_every);
     require(every.ok(), every.ok() ? "" : "ckpt-every: " + every.error().message + " (" + every.error().hint + ")");

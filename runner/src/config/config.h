@@ -87,6 +87,9 @@ struct Config {
   int64_t ckpt_keep = 3;           // committed checkpoints kept (0 = all)
   std::string ckpt_on_error = "stop";  // a failed save: stop | continue
   double ckpt_mtbf_hours = 0;      // node MTBF for `auto`; 0 = the catalog's assumption
+  std::string ckpt_local_dir;      // node-local checkpoints + partner copies (empty: none); %h = host name
+  std::string ckpt_shared_every;   // with ckpt_local_dir: the shared tier's cadence N|Nmin|auto (empty = auto)
+  int64_t ckpt_local_keep = 2;     // committed local checkpoints kept per node
   // output
   int64_t log_every = 10;
   std::string metrics;             // JSON lines, rank 0

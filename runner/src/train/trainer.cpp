@@ -380,6 +380,7 @@ int Trainer::run() {
     timer_->end(step_start, Timed::kStep);
     const StepTimes times = timer_->resolve();
     const double step_s = times[Timed::kStep], comm_s = times[Timed::kComm];
+    state_.step_seconds = step_s;
     // The pipeline phase lasts until the slowest stage is done (every stage started it when
     // the previous step's all-reduce returned); a stage's bubble is the part of it it spent
     // not computing: waiting for activations or gradients, and sending them.
@@ -536,6 +537,8 @@ void Trainer::finish_run(double loss) {
     if (sum != &all[17 * static_cast<size_t>(r)])
       std::fprintf(stderr, "scaleguard-run: WARNING: rank %d's parameters (checksum %s) differ from rank 0's (%s)\n", r,
                    &all[17 * static_cast<size_t>(r)], sum.c_str());
+  if (metrics_ && hooks.final_metrics)
+    if (const std::string line = hooks.final_metrics(); !line.empty()) std::fprintf(metrics_, "%s\n", line.c_str());
   if (metrics_) {
     std::fprintf(metrics_, "{\"final\":true,\"step\":%lld,\"loss\":%.6f,\"params_checksum\":\"%s\"}\n",
                  static_cast<long long>(state_.step), loss, sum.c_str());

@@ -36,6 +36,7 @@ struct TrainState {
   uint64_t position = 0;      // sampler position: samples consumed = step * global_batch
   double lr = 0;              // learning rate of the last step (the schedule: lr_at(cfg, step), lr_schedule.h)
   uint32_t restarts = 0;      // how often this run was resumed (set by the checkpoint loader)
+  double step_seconds = 0;    // the last step's time (StepTimer kStep): goodput's productive/lost time
 };
 
 class Trainer;
@@ -49,6 +50,8 @@ struct TrainHooks {
   // checkpoint started after the previous step waits here for that tensor's host copy, so
   // the copy overlaps this step's forward and backward.
   BeforeWrite before_update;
+  // Rank 0, at the end: one JSON line for the metrics file before the final one (goodput).
+  std::function<std::string()> final_metrics;
 };
 
 class Trainer {

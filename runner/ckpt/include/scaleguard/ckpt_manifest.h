@@ -52,6 +52,15 @@ struct Manifest {
   // absent in checkpoints written before it existed.
   std::map<std::string, std::string> model_config;
   std::vector<ShardEntry> shards;     // sorted by rank
+  // "shared" (the default, absent in the file): one directory holds every shard, and slices
+  // of a tensor never overlap. "local" (--ckpt-local-dir): each node's directory holds its
+  // ranks' shards and its partners' copies; each shard holds everything its rank needs to
+  // resume on the same layout (replicas are not split), so slices in different shards may
+  // overlap (within one shard they may not).
+  std::string tier = "shared";
+  // local tier: partners[r] = the rank on another node whose directory holds a copy of
+  // shard r (-1: no copy, e.g. one node). Empty for the shared tier.
+  std::vector<int> partners;
 };
 
 // Bytes per element of a manifest dtype name, 0 when the name is unknown.

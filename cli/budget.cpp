@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scaleguard/budget_admit.h"
+#include "scaleguard/budget_zone.h"
 #include "scaleguard/metrics_budgets.h"
 #include "scaleguard/report.h"
 #include "common.h"
@@ -159,8 +160,15 @@ int sync(const BudgetSetup& s, bool quiet, metrics::SyncRun* counted) {
   auto tree = account_tree_arguments();
   tree.insert(tree.begin(), "sacctmgr");
   parse_account_tree(run_capture(slurm_command(tree)), &ledger);
+  // Budgets in a time zone: their periods from the tz database, from the one before the
+  // snapshot's (carry-over) to past the ledger's max age. The ledger keeps them: slurmctld,
+  // which has no tz database, rolls such a budget over with them until the next sync.
+  auto zoned = with_zone_boundaries(*s.budgets, s.policy->path, ledger.snapshot,
+                                    ledger.snapshot + s.budgets->settings.max_age_s);
+  if (!zoned) throw Failure{zoned.error().str()};
+  const Budgets& budgets = **zoned;
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  UsageCounter counter(*s.budgets, *s.policy, ledger.snapshot, &ledger.account_parents);
+  UsageCounter counter(budgets, *s.policy, ledger.snapshot, &ledger.account_parents);
   long long queued = 0;
   auto squeue = squeue_arguments();
   squeue.insert(squeue.begin(), "squeue");
@@ -171,7 +179,7 @@ int sync(const BudgetSetup& s, bool quiet, metrics::SyncRun* counted) {
     counter.add(q);
     ++queued;
   });
-  const long long runs = count_runs(s, earliest_start(*s.budgets, ledger.snapshot), ledger.snapshot, &counter);
+  const long long runs = count_runs(s, earliest_start(budgets, ledger.snapshot), ledger.snapshot, &counter);
   parse_default_accounts(run_capture(slurm_command({"sacctmgr", "-n", "-P", "show", "user", "format=User,DefaultAccount"})),
                          &ledger);
   parse_associations(run_capture(slurm_command({"sacctmgr", "-n", "-P", "show", "assoc", "format=User,Account"})), &ledger);
@@ -188,6 +196,7 @@ int sync(const BudgetSetup& s, bool quiet, metrics::SyncRun* counted) {
               ledger.entries.size(), queued, runs, format_instant(ledger.snapshot).c_str(),
               static_cast<long long>(ledger.written - ledger.snapshot));
   for (const auto& b : s.budgets->list) {
+    if (!ledger.entries.count(b.name)) continue;   // not counted: a note says why
     const auto& e = ledger.entries.at(b.name);
     std::printf("  %s: used %s, committed %s, held %s of %s%s\n", b.name.c_str(), format_amount(b.unit, e.used).c_str(),
                 format_amount(b.unit, e.committed).c_str(), format_amount(b.unit, e.liens).c_str(),

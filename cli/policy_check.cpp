@@ -8,6 +8,7 @@
 #include "common.h"
 #include "plugin_check.h"
 #include "scaleguard/budget.h"
+#include "scaleguard/budget_zone.h"
 #include "verbs.h"
 
 namespace scaleguard::cli {
@@ -52,7 +53,15 @@ int run(int argc, char** argv) {
     print_error("policy check", budgets.error());
     return 1;
   }
-  const std::string budget_text = budget::describe(*budgets.value(), std::time(nullptr));
+  // Budgets in a time zone: the tz database must have it (the sync asks it the same way);
+  // their current periods come from it.
+  const std::int64_t now = std::time(nullptr);
+  auto zoned = budget::with_zone_boundaries(*budgets.value(), path, now, now);
+  if (!zoned) {
+    print_error("policy check", zoned.error());
+    return 1;
+  }
+  const std::string budget_text = budget::describe(*zoned.value(), now);
   std::cout << describe(*policy.value()) << (budget_text.empty() ? "" : "\n" + budget_text) << "\nOK\n";
   if (vm.count("plugin-version"))
     return check_with_plugins(path, vm.count("catalog") ? vm["catalog"].as<std::string>() : "",

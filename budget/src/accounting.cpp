@@ -304,7 +304,7 @@ std::int64_t earliest_start(const Budgets& budgets, std::int64_t snapshot) {
   for (const auto& b : budgets.list) {
     Window w = window_at(b.period, snapshot);
     if (b.carry_over > 0) w = previous_window(b.period, w);
-    earliest = std::min(earliest, w.start);
+    if (w.known()) earliest = std::min(earliest, w.start);   // a zoned period without boundaries is not counted
   }
   return earliest;
 }
@@ -367,9 +367,17 @@ void UsageCounter::finish(Ledger* ledger) const {
   for (std::size_t i = 0; i < budgets_.list.size(); ++i) {
     const Budget& b = budgets_.list[i];
     const Sums& s = sums_[i];
+    if (!s.now.known()) {   // a zoned period without the tz database's boundaries (budget/zone)
+      ledger->notes.push_back("budget " + b.name + " not counted: its periods in " + b.period.zone +
+                              " were not worked out (no boundaries from the time zone database)");
+      continue;
+    }
     LedgerEntry e;
     e.identity = b.identity();
     e.window = s.now;
+    // A zoned budget's boundaries from its window on: slurmctld rolls it over with them.
+    for (const auto& x : b.period.boundaries)
+      if (x.t >= s.now.start) e.boundaries.push_back(x);
     e.used = s.used;
     e.committed = s.committed;
     e.liens = s.liens;

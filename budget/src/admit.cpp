@@ -35,10 +35,10 @@ std::string shape_of(const Charge& c) {
   return c.elements > 1 ? std::to_string(c.elements) + " array elements of " + s : s;
 }
 
-std::string period_of(const Budget& b, const Window& w) {
-  const int off = b.period.utc_offset_s;
+std::string period_of(const Budget& b, const Standing& s) {
   return std::string(b.period.cycle == Cycle::range ? "range " : std::string(to_string(b.period.cycle)) + " ") +
-         format_instant(w.start, off) + " .. " + format_instant(w.end, off);
+         (b.period.zone.empty() ? "" : "in " + b.period.zone + " ") + format_instant(s.window.start, s.start_offset_s) +
+         " .. " + format_instant(s.window.end, s.end_offset_s);
 }
 
 // The numbers behind a budget's fill, in its unit.
@@ -117,10 +117,24 @@ Standing standing_of(const Budget& b, const LedgerEntry* e, std::int64_t now, do
   Standing s;
   s.recent = recent;
   s.total = b.limit;
-  s.window = window_at(b.period, now);
+  const bool zoned = !b.period.zone.empty() && b.period.cycle != Cycle::range;
+  // A zoned period's window and the offsets its ends are written in, from `list`.
+  auto zoned_window = [&](const std::vector<Boundary>& list, std::int64_t t) {
+    s.window = window_in(list, t, &s.start_offset_s, &s.end_offset_s);
+    s.covered = s.window.known();
+  };
+  s.start_offset_s = s.end_offset_s = b.period.utc_offset_s;
+  if (zoned) zoned_window(b.period.boundaries, now);
+  else s.window = window_at(b.period, now);
   if (!e) return s;
   s.known = true;
-  s.window = e->window;
+  s.window = e->window;   // the period counted
+  if (zoned) {
+    s.covered = true;
+    s.start_offset_s = s.end_offset_s = 0;   // UTC unless the list has the window's ends
+    if (window_in(e->boundaries, e->window.start).end == e->window.end)
+      window_in(e->boundaries, e->window.start, &s.start_offset_s, &s.end_offset_s);
+  }
   s.total = b.limit + e->carry_in;
   s.used = e->used, s.committed = e->committed, s.liens = e->liens;
   s.running = e->running, s.pending = e->pending;
@@ -128,7 +142,8 @@ Standing standing_of(const Budget& b, const LedgerEntry* e, std::int64_t now, do
     // What running jobs used since the boundary is inside their commitment; the carry-in of
     // the new period is unknown until the next sync (none is counted: it never lets more in).
     s.rolled_over = true;
-    s.window = window_at(b.period, now);
+    if (zoned) zoned_window(e->boundaries, now);
+    else s.window = window_at(b.period, now);
     s.used = 0;
     s.total = b.limit;
   }
@@ -195,7 +210,7 @@ Gate::View Gate::view(std::int64_t now) const {
         e = &it->second;
     const auto r = recent_.find(b.name);
     v.standings.push_back(standing_of(b, e, now, r == recent_.end() ? 0 : r->second));
-    v.checked.push_back(v.usable && e && e->unusable.empty());
+    v.checked.push_back(v.usable && e && e->unusable.empty() && v.standings.back().covered);
   }
   return v;
 }
@@ -321,6 +336,15 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
     }
     const auto r = recent_.find(b.name);
     const Standing s = standing_of(b, e, now, r == recent_.end() ? 0 : r->second);
+    // A zoned budget past the boundaries the ledger lists: slurmctld cannot tell its period.
+    if (!s.covered) {
+      unchecked(b.name, b.shadow,
+                "budget " + b.name + " follows the wall clock of " + b.period.zone + " and the ledger lists its periods " +
+                    (e->boundaries.empty() ? std::string("not at all")
+                                           : "only up to " + format_instant(e->boundaries.back().t, e->boundaries.back().offset_s)) +
+                    " (slurmctld has no time zone database; run `scaleguard budget sync`)");
+      continue;
+    }
     Finding f;
     f.budget = b.name;
     f.shadow = b.shadow;
@@ -336,10 +360,10 @@ Verdict Gate::judge(const Charge& charge, std::int64_t now_ms, bool record, bool
     }
     if (!hit || (hit->act == Act::move && moved)) continue;
     const std::string via = !b.account.empty() && b.account != charge.account ? ", which covers sub-account " + charge.account : "";
-    const std::string head = "budget " + b.name + " (" + b.scope() + via + ", " + period_of(b, s.window) + ", " +
+    const std::string head = "budget " + b.name + " (" + b.scope() + via + ", " + period_of(b, s) + ", " +
                              format_amount(b.unit, s.total) + (s.total != b.limit ? " with carry-over" : "") + "): ";
-    const std::string resets = b.period.cycle == Cycle::range ? "; the range ends " + format_instant(s.window.end, b.period.utc_offset_s)
-                                                              : "; resets " + format_instant(s.window.end, b.period.utc_offset_s);
+    const std::string resets = b.period.cycle == Cycle::range ? "; the range ends " + format_instant(s.window.end, s.end_offset_s)
+                                                              : "; resets " + format_instant(s.window.end, s.end_offset_s);
     if (hit->act == Act::warn) {
       f.outcome = Outcome::warn;
       f.message = head + "this job brings it to " + percent(after, s.total) + " (" + fill_text(b, s) + ", this job " +

@@ -12,6 +12,8 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxLedgerBytes = 64u << 20;
 constexpr std::size_t kMaxName = 256;
+// A day budget's boundaries over the longest ledger_max_age (366 days) and a little more.
+constexpr std::size_t kMaxBoundaries = 1024;
 
 bool finite_amount(const json& v, double* out) {
   if (!v.is_number()) return false;
@@ -49,8 +51,13 @@ std::string format_ledger(const Ledger& l) {
                   {"used", e.used},           {"committed", e.committed},    {"liens", e.liens},
                   {"carry_in", e.carry_in},   {"running", e.running},        {"pending", e.pending},
                   {"burn_per_hour", e.burn_per_hour}};
-  for (const auto& [n, e] : l.entries)
+  for (const auto& [n, e] : l.entries) {
     if (!e.unusable.empty()) entries[n]["unusable"] = e.unusable;
+    if (e.boundaries.empty()) continue;
+    json b = json::array();
+    for (const auto& x : e.boundaries) b.push_back({x.t, x.offset_s});
+    entries[n]["boundaries"] = b;
+  }
   j["budgets"] = entries;
   j["default_account"] = l.default_account;
   j["accounts"] = l.accounts;
@@ -93,6 +100,20 @@ Result<Ledger> parse_ledger(const std::string& text) {
     if (e.contains("unusable")) {
       if (!e["unusable"].is_string() || e["unusable"].get<std::string>().empty()) return bad("budget '" + n.substr(0, 64) + "' unusable");
       le.unusable = e["unusable"].get<std::string>().substr(0, 1024);
+    }
+    if (e.contains("boundaries")) {
+      // Ascending instants with offsets a zone can have (at most 26 h), bounded in number.
+      const json& b = e["boundaries"];
+      if (!b.is_array() || b.size() > kMaxBoundaries) return bad("budget '" + n.substr(0, 64) + "' boundaries");
+      for (const auto& x : b) {
+        Boundary y;
+        std::int64_t off = 0;
+        if (!x.is_array() || x.size() != 2 || !whole(x[0], -kFar, kFar, &y.t) || !whole(x[1], -93600, 93600, &off) ||
+            (!le.boundaries.empty() && y.t <= le.boundaries.back().t))
+          return bad("budget '" + n.substr(0, 64) + "' boundaries");
+        y.offset_s = static_cast<int>(off);
+        le.boundaries.push_back(y);
+      }
     }
     le.identity = e["identity"].get<std::string>();
     le.running = static_cast<int>(running);

@@ -1,7 +1,10 @@
 // Budget periods and the times budgets are written in. Calendar arithmetic on a proleptic
 // Gregorian calendar in a fixed UTC offset: no time zone database, so slurmctld and the sync
-// command agree whatever TZ they run under.
+// command agree whatever TZ they run under. A zoned period (Period::zone) is a list of
+// boundaries here: the tz database's arithmetic is budget/zone's, which slurmctld never links.
+#include <algorithm>
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
 
 #include "scaleguard/budget.h"
@@ -81,7 +84,25 @@ bool digits(const std::string& text, std::size_t* i, int n, int* out) {
 
 }  // namespace
 
+Window window_in(const std::vector<Boundary>& b, std::int64_t t, int* start_offset_s, int* end_offset_s) {
+  // The last boundary at or before t, and the one after it.
+  const auto after = std::upper_bound(b.begin(), b.end(), t, [](std::int64_t v, const Boundary& x) { return v < x.t; });
+  if (after == b.begin() || after == b.end()) return {0, 0};
+  const auto start = std::prev(after);
+  if (start_offset_s) *start_offset_s = start->offset_s;
+  if (end_offset_s) *end_offset_s = after->offset_s;
+  return {start->t, after->t};
+}
+
+int offset_at(const Period& p, std::int64_t t) {
+  if (p.zone.empty()) return p.utc_offset_s;
+  const auto it = std::lower_bound(p.boundaries.begin(), p.boundaries.end(), t,
+                                   [](const Boundary& x, std::int64_t v) { return x.t < v; });
+  return it != p.boundaries.end() && it->t == t ? it->offset_s : 0;
+}
+
 Window window_at(const Period& p, std::int64_t t) {
+  if (!p.zone.empty() && p.cycle != Cycle::range) return window_in(p.boundaries, t);
   switch (p.cycle) {
     case Cycle::range: return {p.anchor, p.range_end};
     case Cycle::day:
@@ -144,6 +165,26 @@ Result<std::int64_t> parse_instant(const std::string& text, int* offset_s) {
   if (i != text.size()) return bad;
   if (offset_s) *offset_s = offset;
   return days_from_civil(y, mo, d) * kDay + h * 3600 + mi * 60 + s - offset;
+}
+
+bool names_offset(const std::string& text) {
+  const auto time = text.find_first_of("Tt ");
+  if (time == std::string::npos || text.empty()) return false;
+  if (text.back() == 'Z' || text.back() == 'z') return true;
+  return text.size() >= 6 && text.size() - 6 > time && (text[text.size() - 6] == '+' || text[text.size() - 6] == '-');
+}
+
+bool zone_name(const std::string& text, std::string* zone) {
+  if (text.empty() || text.size() > 64 || !std::isalpha(static_cast<unsigned char>(text[0]))) return false;
+  char previous = '/';
+  for (unsigned char c : text) {
+    if (c == '/' && previous == '/') return false;   // no empty part
+    if (!std::isalnum(c) && c != '/' && c != '_' && c != '+' && c != '-') return false;
+    previous = static_cast<char>(c);
+  }
+  if (previous == '/') return false;
+  *zone = text == "UTC" || text == "Etc/UTC" ? "" : text;
+  return true;
 }
 
 std::string format_instant(std::int64_t t, int offset_s) {

@@ -98,13 +98,20 @@ Result<std::vector<Threshold>> parse_actions(const ini::File& f, const ini::Entr
   return out;
 }
 
-// "month", "week", ..., or "FROM..TO" (both inclusive when they are dates).
-Result<bool> parse_period(const ini::File& f, const ini::Entry& e, const ini::Entry* start, Period& p) {
+// "month", "week", ..., or "FROM..TO" (both inclusive when they are dates). `zone`: the
+// budget's time zone ("" = UTC): a cycle starts at its wall-clock time; a range, whose ends are
+// instants, names their offsets under a zone.
+Result<bool> parse_period(const ini::File& f, const ini::Entry& e, const ini::Entry* start, const std::string& zone,
+                          Period& p) {
   const std::string v = lower(trim(e.value));
   const auto dots = v.find("..");
   if (dots != std::string::npos) {
     if (start) return f.error_at(*start, "a date range has no start key", "write period = FROM..TO alone");
     const std::string from = trim(e.value.substr(0, dots)), to = trim(e.value.substr(dots + 2));
+    if (!zone.empty() && (!names_offset(from) || !names_offset(to)))
+      return f.error_at(e, "a date range under timezone " + zone + " without the offsets of its ends",
+                        "write both ends with their UTC offset (2026-12-01T00:00+01:00..2027-01-01T00:00+01:00), or "
+                        "timezone = UTC for this budget");
     auto a = parse_instant(from, &p.utc_offset_s);
     if (!a) return f.error_at(e, a.error().message, a.error().hint);
     int to_offset = 0;
@@ -124,8 +131,13 @@ Result<bool> parse_period(const ini::File& f, const ini::Entry& e, const ini::En
   else return f.error_at(e, "unknown period '" + e.value + "'", "day, week, month, quarter or FROM..TO (2026-12-01..2026-12-31)");
   // Without a start: days at 00:00 UTC, weeks on Mondays, months on the 1st, quarters in
   // January, April, July and October.
+  // Zoned: the same, at the zone's wall-clock time (the anchor counts its seconds).
   p.anchor = p.cycle == Cycle::week ? 4 * 86400 : 0;
+  p.zone = zone;
   if (start) {
+    if (!zone.empty() && names_offset(trim(start->value)))
+      return f.error_at(*start, "start '" + trim(start->value) + "' names an offset, under timezone " + zone,
+                        "write the wall-clock time in " + zone + " without Z or +HH:MM (e.g. 2026-01-15T06:00)");
     auto a = parse_instant(trim(start->value), &p.utc_offset_s);
     if (!a) return f.error_at(*start, a.error().message, a.error().hint);
     p.anchor = *a;
@@ -133,7 +145,8 @@ Result<bool> parse_period(const ini::File& f, const ini::Entry& e, const ini::En
   return true;
 }
 
-Result<Budget> parse_budget(const ini::File& f, const ini::Section& sec, const Policy& policy) {
+Result<Budget> parse_budget(const ini::File& f, const ini::Section& sec, const Policy& policy,
+                            const std::string& default_zone) {
   const std::string h = "budget " + sec.name;
   Error head{"", f.path, sec.line, "[" + h + "]", ""};
   if (!plain_name(sec.name))
@@ -143,7 +156,7 @@ Result<Budget> parse_budget(const ini::File& f, const ini::Section& sec, const P
   b.name = sec.name;
   b.line = sec.line;
   b.shadow = policy.shadow;
-  std::string period = "month", start, actions = "80% warn, 100% reject", partitions, mode;
+  std::string period = "month", start, actions = "80% warn, 100% reject", partitions, mode, timezone;
   double gpu_hours = 0, dollars = 0;
   auto ok = ini::bind(f, h, sec.line,
                       {{"account", ini::Field::text, &b.account, 0, 0, false, "a Slurm account"},
@@ -152,6 +165,8 @@ Result<Budget> parse_budget(const ini::File& f, const ini::Section& sec, const P
                        {"dollars", ini::Field::number, &dollars, 0.01, 1e12, false, "dollars per period"},
                        {"period", ini::Field::text, &period, 0, 0, false, "day, week, month, quarter or FROM..TO"},
                        {"start", ini::Field::text, &start, 0, 0, false, "when a period starts, e.g. 2026-01-15"},
+                       {"timezone", ini::Field::text, &timezone, 0, 0, false,
+                        "the IANA time zone whose wall clock the periods follow, e.g. Europe/Berlin"},
                        {"carry_over", ini::Field::number, &b.carry_over, 0, 1, false,
                         "fraction of the limit unused budget may add to the next period (0 = none)"},
                        {"grace", ini::Field::number, &b.grace, 0, 1, false,
@@ -175,12 +190,16 @@ Result<Budget> parse_budget(const ini::File& f, const ini::Section& sec, const P
            head.hint = "give the budget in gpu_hours = N or in dollars = N", head;
   b.unit = gh ? Unit::gpu_hours : Unit::usd;
   b.limit = gh ? gpu_hours : dollars;
+  std::string zone = default_zone;
+  if (const auto* tz = entry_of(f, h, "timezone"); tz && !zone_name(trim(tz->value), &zone))
+    return f.error_at(*tz, "'" + trim(tz->value) + "' is not a time zone name",
+                      "an IANA time zone such as Europe/Berlin or America/New_York (UTC when left out)");
   const auto* start_entry = entry_of(f, h, "start");
   if (const auto* pe = entry_of(f, h, "period")) {
-    if (auto r = parse_period(f, *pe, start_entry, b.period); !r) return r.error();
+    if (auto r = parse_period(f, *pe, start_entry, zone, b.period); !r) return r.error();
   } else {
     ini::Entry dflt{h, "period", period, sec.line};
-    if (auto r = parse_period(f, dflt, start_entry, b.period); !r) return r.error();
+    if (auto r = parse_period(f, dflt, start_entry, zone, b.period); !r) return r.error();
   }
   if (b.period.cycle == Cycle::range && b.carry_over > 0)
     return f.error_at(*entry_of(f, h, "carry_over"), "a date range has no next period to carry over to",
@@ -245,6 +264,7 @@ std::string Budget::identity() const {
                    ";anchor=" + std::to_string(period.anchor) + ";off=" + std::to_string(period.utc_offset_s) +
                    ";end=" + std::to_string(period.range_end) + ";p=";
   for (const auto& p : partitions) id += p + ",";
+  if (!period.zone.empty()) id += ";tz=" + period.zone;   // absent for UTC: older ledgers stay usable
   return id;
 }
 
@@ -298,28 +318,36 @@ Result<std::shared_ptr<const Budgets>> load_budgets(const std::string& path, con
     auto out = std::make_shared<Budgets>();
     const ini::Section* settings = nullptr;
     for (const auto& sec : f.sections) {
-      if (sec.kind == "budgets") {
-        if (!sec.name.empty())
-          return Error{"[budgets] takes no name", f.path, sec.line, "[budgets " + sec.name + "]",
-                       "write [budgets] for the ledger settings and [budget NAME] per budget"};
-        settings = &sec;
-      } else if (sec.kind == "budget") {
+      if (sec.kind != "budgets") continue;
+      if (!sec.name.empty())
+        return Error{"[budgets] takes no name", f.path, sec.line, "[budgets " + sec.name + "]",
+                     "write [budgets] for the ledger settings and [budget NAME] per budget"};
+      settings = &sec;
+    }
+    // The budgets' time zone, before the budgets that follow it.
+    if (const auto* tz = entry_of(f, "budgets", "timezone"); tz && !zone_name(trim(tz->value), &out->settings.timezone))
+      return f.error_at(*tz, "'" + trim(tz->value) + "' is not a time zone name",
+                        "an IANA time zone such as Europe/Berlin or America/New_York (UTC when left out)");
+    for (const auto& sec : f.sections) {
+      if (sec.kind == "budget") {
         if (out->find(sec.name) >= 0)
           return Error{"a second budget named " + sec.name, f.path, sec.line, "[budget " + sec.name + "]",
                        "give each budget its own name"};
-        auto b = parse_budget(f, sec, policy);
+        auto b = parse_budget(f, sec, policy, out->settings.timezone);
         if (!b) return b.error();
         b.value().identity_text = b->identity();   // judged per submission: built once
         out->list.push_back(std::move(b).value());
       }
     }
-    std::string max_age, on_stale;
+    std::string max_age, on_stale, timezone;
     if (settings) {
       auto ok = ini::bind(f, "budgets", settings->line,
                           {{"ledger", ini::Field::text, &out->settings.ledger, 0, 0, false,
                             "absolute path `scaleguard budget sync` writes, e.g. /var/lib/scaleguard/budget-ledger.json"},
                            {"ledger_max_age", ini::Field::text, &max_age, 0, 0, false, "a duration, e.g. 15m"},
-                           {"on_stale_ledger", ini::Field::text, &on_stale, 0, 0, false, "closed or open"}});
+                           {"on_stale_ledger", ini::Field::text, &on_stale, 0, 0, false, "closed or open"},
+                           {"timezone", ini::Field::text, &timezone, 0, 0, false,
+                            "the IANA time zone of every budget's periods, e.g. Europe/Berlin (default UTC)"}});
       if (!ok) return ok.error();
       const std::string& l = out->settings.ledger;
       if (!l.empty() && (l.front() != '/' || l.find("..") != std::string::npos || l.size() > 1024))
@@ -362,6 +390,8 @@ std::string describe(const Budgets& budgets, std::int64_t now) {
                     fixed(budgets.settings.max_age_s / 60.0, 0) + " min; a missing or stale ledger " +
                     (budgets.settings.fail_open ? "accepts jobs unchecked (on_stale_ledger = open)\n"
                                                 : "refuses jobs under budgets (on_stale_ledger = closed)\n");
+  if (!budgets.settings.timezone.empty())
+    out += "budgets: periods at the wall clock of " + budgets.settings.timezone + " unless a budget names its own timezone\n";
   for (const auto& b : budgets.list) {
     out += "budget " + b.name + ": " + b.scope() + ", " + format_amount(b.unit, b.limit);
     const Window w = window_at(b.period, now);
@@ -369,6 +399,11 @@ std::string describe(const Budgets& budgets, std::int64_t now) {
     if (b.period.cycle == Cycle::range) {
       out += " from " + format_instant(w.start, off) + " to " + format_instant(w.end, off) +
              (now < w.start ? " (not yet)" : now >= w.end ? " (expired)" : "");
+    } else if (!b.period.zone.empty()) {
+      out += std::string(" per ") + to_string(b.period.cycle) + " in " + b.period.zone +
+             (w.known() ? " (now " + format_instant(w.start, offset_at(b.period, w.start)) + " .. " +
+                              format_instant(w.end, offset_at(b.period, w.end)) + ")"
+                        : " (its periods come from the tz database: `scaleguard policy check` and the sync)");
     } else {
       out += std::string(" per ") + to_string(b.period.cycle) + " (now " + format_instant(w.start, off) + " .. " +
              format_instant(w.end, off) + ")";

@@ -29,22 +29,47 @@ struct Threshold {
   std::string partition;    // Act::move: where jobs go instead
 };
 
+// A period boundary of a zoned budget: the UTC instant and the zone's UTC offset there (what
+// messages write it in).
+struct Boundary {
+  std::int64_t t = 0;
+  int offset_s = 0;
+  bool operator==(const Boundary& o) const { return t == o.t && offset_s == o.offset_s; }
+};
+
 // Periods are [start, end) in unix seconds. Calendar periods (month, quarter) fall on the
-// anchor's day of the month and time of day read at a fixed UTC offset (no daylight saving).
+// anchor's day of the month and time of day read at a fixed UTC offset (no daylight saving),
+// or, with a time zone (`zone`), at that zone's wall-clock time, daylight saving included.
 struct Period {
   Cycle cycle = Cycle::month;
-  std::int64_t anchor = 0;      // a period starts here (range: the range's start)
+  std::int64_t anchor = 0;      // a period starts here (range: the range's start); zoned: the
+                                // wall-clock time in `zone`, counted like unix seconds
   int utc_offset_s = 0;         // the offset the anchor was written with
   std::int64_t range_end = 0;   // Cycle::range: the range's end (exclusive)
+  // An IANA time zone ("Europe/Berlin"; "" = the fixed utc_offset_s): days, weeks, months and
+  // quarters start at its wall-clock time. Its boundaries come from the tz database, which
+  // only the CLI and the sync link (budget/zone: with_zone_boundaries); slurmctld takes them
+  // from the ledger. window_at answers a zoned period only inside `boundaries`.
+  std::string zone;
+  std::vector<Boundary> boundaries;   // zoned: period starts, ascending
 };
 
 struct Window {
   std::int64_t start = 0, end = 0;
   bool contains(std::int64_t t) const { return t >= start && t < end; }
+  bool known() const { return end > start; }   // a zoned period outside its boundaries: {0, 0}
 };
 
-// The period containing t (a range: the range itself, which may not contain t).
+// The period containing t (a range: the range itself, which may not contain t; a zoned period
+// without boundaries around t: {0, 0}).
 Window window_at(const Period& period, std::int64_t t);
+// The window of a boundary list containing t ({0, 0} outside it), and the offsets its start
+// and end are written in.
+Window window_in(const std::vector<Boundary>& boundaries, std::int64_t t, int* start_offset_s = nullptr,
+                 int* end_offset_s = nullptr);
+// The UTC offset to write a boundary `t` of the period in (zoned: the zone's offset there, 0
+// when `t` is not one of its boundaries).
+int offset_at(const Period& period, std::int64_t t);
 // The period after / before `w` (a range has none: `w` itself).
 Window next_window(const Period& period, const Window& w);
 Window previous_window(const Period& period, const Window& w);
@@ -76,6 +101,7 @@ struct Settings {
   std::string ledger;               // absolute path of the ledger `scaleguard budget sync` writes
   std::int64_t max_age_s = 900;     // an older ledger is stale
   bool fail_open = false;           // unusable ledger: accept (true) or refuse (false) jobs under budgets
+  std::string timezone;             // the budgets' time zone unless a budget names its own ("" = UTC)
 };
 
 // Slurm's account tree as its associations nest (`sacctmgr show assoc`): account -> parent
@@ -116,6 +142,13 @@ double amount(const Budget& budget, const Policy& policy, double gpu_hours, cons
 // "Z" or "+HH:MM"/"-HH:MM". *offset_s gets the offset written (0 for UTC).
 Result<std::int64_t> parse_instant(const std::string& text, int* offset_s = nullptr);
 std::string format_instant(std::int64_t unix_s, int offset_s = 0);   // "2026-12-01T00:00:00Z"
+// Whether a time as budgets write it names its offset ("Z", "+01:00"): a bare time is UTC, or
+// in a zoned budget the zone's wall-clock time.
+bool names_offset(const std::string& text);
+// A time zone as `timezone` takes it: an IANA name's shape (letters, digits, '_', '+', '-'
+// between '/', at most 64). Whether the tz database has it is checked where it is read
+// (budget/zone). "UTC" and "Etc/UTC" are the fixed offset 0: *zone gets "".
+bool zone_name(const std::string& text, std::string* zone);
 // "12.50 GPU-hours" or "$1,234.56"
 std::string format_amount(Unit unit, double value);
 std::string format_number(double value);   // "12.50" ("0.0042" below 1)

@@ -92,9 +92,14 @@ struct Standing {
   int running = 0, pending = 0;
   bool rolled_over = false;   // the period ended after the ledger's snapshot: used restarts at 0
   bool known = false;         // the ledger counted this budget
+  // The period at `now` is known: always, but for a zoned budget (Period::zone) whose ledger
+  // entry lists no boundaries around `now` (slurmctld has no tz database to work it out).
+  bool covered = true;
+  int start_offset_s = 0, end_offset_s = 0;   // what the window's ends are written in
   double fill() const { return used + committed + liens + recent; }
 };
 // The budget's standing from a ledger entry at `now` (recent: accepted since its snapshot).
+// A zoned budget takes its periods from the entry's boundaries (Period::boundaries without one).
 Standing standing_of(const Budget& budget, const LedgerEntry* entry, std::int64_t now, double recent);
 
 class Gate {

@@ -28,6 +28,12 @@ struct LedgerEntry {
   // be short. Readers must treat this budget as they treat a stale ledger (on_stale_ledger);
   // other budgets of the same ledger stay usable. Ledger key "unusable", absent when empty.
   std::string unusable;
+  // A zoned budget (Period::zone): its period starts from the window's start on, as the tz
+  // database gives them, far enough ahead to cover the ledger's max age and a period more.
+  // slurmctld has no tz database: it rolls such a budget over from these, and judges it only
+  // inside them (else on_stale_ledger). Ledger key "boundaries" ([[t, offset], ...]), absent
+  // for other budgets.
+  std::vector<Boundary> boundaries;
 };
 
 struct Ledger {

@@ -41,7 +41,7 @@ packages=(openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhwlo
   libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200
   libpsm2-2 libpsm-infinipath1 libnuma1 libhdf5-103-1 libhdf5-dev libhdf5-cpp-103-1 libsz2 libaec0
   libcurl3-gnutls libboost-program-options1.74.0 libboost-program-options1.74-dev
-  libboost1.74-dev nlohmann-json3-dev libxxhash0 libxxhash-dev)
+  libboost1.74-dev nlohmann-json3-dev libxxhash0 libxxhash-dev libhowardhinnant-date-dev libdate-tz3)
 
 if [ "${1:-}" = --fetch ]; then
   mkdir -p "$debs" && cd "$debs" && apt-get download "${packages[@]}"

@@ -9,6 +9,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   # planner + CLI + tests + benchmarks
   libboost-program-options-dev nlohmann-json3-dev libxxhash-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # budget periods in a time zone (budget/zone: date/tz over the OS tz database; the CLI only)
+  libhowardhinnant-date-dev tzdata
   # fuzzing (fuzz/): clang, and libFuzzer's runtime + FuzzedDataProvider.h (not a clang-14 dependency)
   clang libclang-rt-14-dev
   # Slurm 22.05 (plugins, dev cluster, accounting)

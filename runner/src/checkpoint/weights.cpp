@@ -193,10 +193,13 @@ std::string check_skipped_buffers(const std::string& from, const std::vector<std
     at::Tensor want = 1.0 / at::pow(cfg.rope_theta, at::arange(0, D, 2, at::kLong).to(at::kFloat) / D);
     const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
     at::Tensor rel = ((got - want).abs() / want).max();
-    if (rel.item<double>() > tol)
-      return where + " holds other rotary frequencies than rope_theta " + short_double_text(cfg.rope_theta) +
-             " gives (largest relative difference " + short_double_text(rel.item<double>()) +
-             "): another rope_theta, or rope scaling, which the llama model does not implement";
+    if (rel.item<double>() > tol) {
+      char text[160];
+      std::snprintf(text, sizeof text, "rope_theta %.9g gives (largest relative difference %.3g)", cfg.rope_theta,
+                    rel.item<double>());
+      return where + " holds other rotary frequencies than " + text +
+             ": another rope_theta, or rope scaling, which the llama model does not implement";
+    }
   }
   return "";
 }

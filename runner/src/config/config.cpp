@@ -294,36 +294,6 @@ void apply_preset(const po::variables_map& vm, Config& cfg, std::set<std::string
   if (unset("untied-head")) cfg.untied_head = !p->tied, cfg.effective["untied-head"] = p->tied ? "false" : "true";
 }
 
-}  // namespace
-
-void check_tp_heads(const Config& cfg, int64_t tp) {
-  if (tp <= 1 || cfg.model != "llama") return;
-  const int64_t kv = cfg.n_kv_head > 0 ? cfg.n_kv_head : cfg.n_head;
-  if (kv % tp != 0 || cfg.n_head % tp != 0)
-    throw RunError("tensor parallel: tp=" + std::to_string(tp) + " does not divide n-kv-head=" + std::to_string(kv) +
-                   " (and n-head=" + std::to_string(cfg.n_head) +
-                   "): each rank holds whole key/value heads and the query heads that read them; choose a tp that "
-                   "divides n-kv-head");
-  if (cfg.ffn_hidden % tp != 0)
-    throw RunError("tensor parallel: tp=" + std::to_string(tp) + " does not divide ffn-hidden=" +
-                   std::to_string(cfg.ffn_hidden) + " (the SwiGLU columns are split over tp ranks)");
-}
-
-std::string Config::effective_text() const {
-  std::string out;
-  for (const auto& [k, v] : effective) out += k + "=" + v + "\n";
-  return out;
-}
-
-std::string short_double_text(double v) {
-  char buf[64];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
 // --init-from DIR with a config.json (a Hugging Face llama directory, or what `export` wrote):
 // the model's shape comes from it. A key given on the command line, in SCALEGUARD_*, the
 // config file or by --model-preset must agree (an error naming both values otherwise);
@@ -362,7 +332,7 @@ void apply_hf_config(const po::variables_map& vm, const std::set<std::string>& p
     bool is_given = given(k.key) && !((k.key == "n-kv-head" || k.key == "ffn-hidden") && now == 0);
     HfKey mine = k;
     mine.value = now;
-    const std::string theirs = hf->file + ": " + k.hf + " = " + hf_value_text(k);
+    const std::string theirs = hf->file + ": " + k.shown;
     if (is_given && k.key == "seq-len") {  // a training window up to the model's context
       if (now > k.value)
         throw RunError(source(k.key) + " " + hf_value_text(mine) + " is longer than the model's context (" + theirs +
@@ -385,6 +355,36 @@ void apply_hf_config(const po::variables_map& vm, const std::set<std::string>& p
                    std::to_string(cfg.seq_len) + ": sliding-window attention is not implemented; give --seq-len " +
                    std::to_string(hf->sliding_window) + " or less");
   cfg.shape_from = hf->file;
+}
+
+}  // namespace
+
+void check_tp_heads(const Config& cfg, int64_t tp) {
+  if (tp <= 1 || cfg.model != "llama") return;
+  const int64_t kv = cfg.n_kv_head > 0 ? cfg.n_kv_head : cfg.n_head;
+  if (kv % tp != 0 || cfg.n_head % tp != 0)
+    throw RunError("tensor parallel: tp=" + std::to_string(tp) + " does not divide n-kv-head=" + std::to_string(kv) +
+                   " (and n-head=" + std::to_string(cfg.n_head) +
+                   "): each rank holds whole key/value heads and the query heads that read them; choose a tp that "
+                   "divides n-kv-head");
+  if (cfg.ffn_hidden % tp != 0)
+    throw RunError("tensor parallel: tp=" + std::to_string(tp) + " does not divide ffn-hidden=" +
+                   std::to_string(cfg.ffn_hidden) + " (the SwiGLU columns are split over tp ranks)");
+}
+
+std::string Config::effective_text() const {
+  std::string out;
+  for (const auto& [k, v] : effective) out += k + "=" + v + "\n";
+  return out;
+}
+
+std::string short_double_text(double v) {
+  char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
 }
 
 uint64_t Config::hash() const {

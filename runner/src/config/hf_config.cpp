@@ -16,6 +16,8 @@ using json = nlohmann::json;
 std::string hf_value_text(const HfKey& k) {
   if (k.kind == HfKey::Kind::kBool) return k.value != 0 ? "true" : "false";
   if (k.kind == HfKey::Kind::kInt) return std::to_string(static_cast<long long>(k.value));
+  if (k.value == std::floor(k.value) && std::fabs(k.value) < 1e15)  // 500000, not 5e+05
+    return std::to_string(static_cast<long long>(k.value));
   return short_double_text(k.value);
 }
 
@@ -117,8 +119,14 @@ std::optional<HfModelConfig> read_hf_model_config(const std::string& dir) {
               {"norm-eps", eps_from, eps, K::kReal},
               {"vocab-size", "vocab_size", static_cast<double>(integer("vocab_size")), K::kInt},
               {"untied-head", tied_from, tied ? 0.0 : 1.0, K::kBool}};
+  for (HfKey& k : out.keys)
+    k.shown = k.key == "untied-head" ? (k.hf == "tie_word_embeddings" ? "tie_word_embeddings = " : "tie_word_embeddings absent: ") +
+                                           std::string(k.value != 0 ? "false" : "true")
+              : k.hf[0] == '(' ? k.key + " " + hf_value_text(k) + " " + k.hf
+                               : k.hf + " = " + hf_value_text(k);
   if (j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null())
-    out.keys.push_back({"seq-len", "max_position_embeddings", static_cast<double>(integer("max_position_embeddings")), K::kInt});
+    out.keys.push_back({"seq-len", "max_position_embeddings", static_cast<double>(integer("max_position_embeddings")), K::kInt,
+                        "max_position_embeddings = " + std::to_string(integer("max_position_embeddings"))});
   if (rope_theta <= 0 || eps <= 0) fail("rope_theta and rms_norm_eps must be positive");
   if (out.model_type == "mistral" && j.contains("sliding_window") && !j["sliding_window"].is_null())
     out.sliding_window = integer("sliding_window");

@@ -17,6 +17,7 @@ struct HfKey {
   std::string hf;
   double value = 0;
   enum class Kind { kInt, kReal, kBool } kind = Kind::kInt;
+  std::string shown;  // config.json's side for messages: "num_key_value_heads = 2", "tie_word_embeddings = false"
 };
 
 struct HfModelConfig {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -28,6 +29,8 @@
 #include "budget.h"
 #include "common.h"
 #include "scaleguard/report_budgets.h"
+#include "scaleguard/goodput.h"
+#include "scaleguard/report_goodput.h"
 #include "subprocess.h"
 #include "verbs.h"
 
@@ -140,6 +143,65 @@ void add_decisions(rp::Page& page, const Policy& policy, const std::string& poli
 
 // The page's budgets section: each budget's standing from the ledger (`given`, else the
 // policy's) and its refusals from the decision log the page read.
+// Training jobs' goodput: every goodput.json at the paths (a file, or a directory searched
+// three levels down, e.g. a checkpoint directory or a root of them), with the stragglers the
+// health check named beside it (CKPT_DIR/health/stragglers).
+rp::GoodputReport read_goodput_paths(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  rp::GoodputReport out;
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) {
+      files.push_back(p);
+      continue;
+    }
+    if (!fs::is_directory(p, ec)) {
+      out.notes.push_back(p + ": no such file or directory");
+      continue;
+    }
+    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      if (it.depth() >= 3) it.disable_recursion_pending();
+      if (it->path().filename() == ckpt::kGoodputName && it->is_regular_file(ec)) files.push_back(it->path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    auto g = ckpt::read_goodput(f);
+    if (!g) {
+      out.notes.push_back(g.error().message);
+      continue;
+    }
+    if (g->runs.empty()) continue;
+    const ckpt::GoodputTotals t = g->totals();
+    rp::GoodputJob j;
+    j.path = f;
+    j.job = g->job;
+    j.runs = static_cast<int>(g->runs.size());
+    j.failures = t.failures;
+    j.steps = g->runs.back().last_step;
+    j.lost_steps = t.lost_steps;
+    j.allocated_s = t.allocated_s, j.productive_s = t.productive_s, j.lost_s = t.lost_s, j.restart_s = t.restart_s;
+    j.startup_s = t.startup_s, j.restore_s = t.restore_s, j.ckpt_s = t.ckpt_s, j.overhead_s = t.overhead_s;
+    j.requeue_wait_s = t.requeue_wait_s;
+    j.gpu_hours_allocated = t.gpu_hours_allocated, j.gpu_hours_failures = t.gpu_hours_failures;
+    j.state = g->runs.back().state;
+    const std::string stragglers = (fs::path(f).parent_path() / "health" / "stragglers").string();
+    std::ifstream in(stragglers);
+    if (in) {
+      std::ostringstream text;
+      text << in.rdbuf();
+      j.stragglers = rp::parse_stragglers(text.str());
+      const auto& last = g->runs.back();
+      rp::estimate_straggler_loss(j, last.gpus > 0 ? last.gpus : last.ranks);
+    }
+    out.jobs.push_back(std::move(j));
+  }
+  return out;
+}
+
 void add_budgets(rp::Page& page, const std::string& policy_file, const std::shared_ptr<const Policy>& policy,
                  const std::string& given) {
   auto budgets = budget::load_budgets(policy_file, *policy);
@@ -269,7 +331,8 @@ int run(int argc, char** argv) {
       "standing (the policy's ledger, or --ledger). --decisions FILE or --budgets: that part\n"
       "alone. Rules: docs/report.md\n\noptions");
   std::string since, until, sacct_file, decisions, decision_log, format = "text", output, policy_path,
-      catalog_path, ledger_path;
+      catalog_path, ledger_path, goodput_root;
+  std::vector<std::string> goodput;
   double min_gpu_util = 50;
   desc.add_options()
       ("help,h", "this help")
@@ -294,7 +357,11 @@ int run(int argc, char** argv) {
                                             "(default $SCALEGUARD_CATALOG)")
       ("budgets", "only the budgets: each budget's use, commitments, forecast and refusals, from "
                   "the budget ledger and the decision log (--decisions, else the policy's audit_file)")
-      ("ledger", po::value(&ledger_path), "the budget ledger (default: the policy's [budgets] ledger)");
+      ("ledger", po::value(&ledger_path), "the budget ledger (default: the policy's [budgets] ledger)")
+      ("goodput", po::value(&goodput)->multitoken(), "only the goodput of training jobs: each goodput.json "
+                  "at these paths (files, or directories searched 3 levels down: checkpoint directories)")
+      ("goodput-root", po::value(&goodput_root), "the page's goodput section: checkpoint directories under "
+                       "this one (default $SCALEGUARD_GOODPUT_ROOT)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -312,6 +379,17 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "scaleguard report: --format: '%s' is not text, csv, html or json\n",
                  format.c_str());
     return 2;
+  }
+  if (vm.count("goodput")) {
+    if (format == "csv") {
+      std::fprintf(stderr, "scaleguard report: --goodput: text, html or json\n");
+      return 2;
+    }
+    const rp::GoodputReport g = read_goodput_paths(goodput);
+    write_output(output, format == "json"   ? rp::render_goodput_json(g)
+                         : format == "html" ? rp::render_goodput_page_html(g)
+                                            : rp::render_goodput_text(g));
+    return g.jobs.empty() ? 1 : 0;
   }
   if (vm.count("budgets")) {
     for (const char* other : {"sacct-file", "since", "until", "decision-log", "min-gpu-util"})
@@ -406,6 +484,13 @@ int run(int argc, char** argv) {
                   options.since >= 0 ? civil_to_utc("since", options.since) : -1,
                   options.until >= 0 ? civil_to_utc("until", options.until) : -1);
     add_budgets(page, policy_file, *policy, ledger_path);
+    if (goodput_root.empty())
+      if (const char* env = std::getenv("SCALEGUARD_GOODPUT_ROOT")) goodput_root = env;
+    if (goodput_root.empty())
+      page.goodput_missing = "no goodput root: give --goodput-root DIR (checkpoint directories, each with "
+                             "goodput.json) or SCALEGUARD_GOODPUT_ROOT";
+    else
+      page.goodput = read_goodput_paths({goodput_root});
     // An empty window is an error unless the decision log has something in it: a window where
     // every job was refused is worth its report.
     const bool decided = page.decisions && page.decisions->enforced.total.decisions + page.decisions->shadow.total.decisions > 0;

@@ -32,6 +32,11 @@ std::string render_page_text(const Page& p) {
     out += " (ledger " + p.budgets->ledger + "; each budget's own period)\n" + render_budgets_text(*p.budgets);
   else
     out += ": " + p.budgets_missing + "\n";
+  out += "\n== GOODPUT";
+  if (p.goodput)
+    out += " (productive step time / allocated time per training job; GPU-hours lost)\n" + render_goodput_text(*p.goodput);
+  else
+    out += ": " + p.goodput_missing + "\n";
   return out;
 }
 
@@ -47,7 +52,7 @@ std::string render_page_html(const Page& p) {
   std::string h = html_head("scaleguard report " + window);
   h += "<h1>scaleguard GPU report</h1><div class=\"muted\">" + esc(window) +
        " &mdash; <a href=\"#usage\">usage and waste</a> &middot; <a href=\"#decisions\">decisions</a> "
-       "&middot; <a href=\"#budgets\">budgets</a></div>";
+       "&middot; <a href=\"#budgets\">budgets</a> &middot; <a href=\"#goodput\">goodput</a></div>";
   h += "<section id=\"usage\">" + usage_html_body(p.usage, cards) + "</section>\n";
   h += "<section id=\"decisions\"><h2 class=\"section\">Decisions: refused, rewritten, warned</h2>";
   if (p.decisions)
@@ -64,6 +69,12 @@ std::string render_page_html(const Page& p) {
          budgets_html_body(*p.budgets, "h3");
   else
     h += "<p class=\"missing\">" + esc(p.budgets_missing) + "</p>";
+  h += "</section>\n<section id=\"goodput\"><h2 class=\"section\">Goodput of training jobs</h2>";
+  if (p.goodput)
+    h += "<div class=\"muted\">productive step time / allocated time; GPU-hours lost to failures (lost work, "
+         "restarts) and stragglers (estimate)</div>" + render_goodput_html(*p.goodput);
+  else
+    h += "<p class=\"missing\">" + esc(p.goodput_missing) + "</p>";
   return h + "</section></body></html>\n";
 }
 
@@ -75,6 +86,8 @@ std::string render_page_json(const Page& p) {
   j["decisions_missing"] = p.decisions_missing;
   j["budgets"] = p.budgets ? json::parse(render_budgets_json(*p.budgets)) : json();
   j["budgets_missing"] = p.budgets_missing;
+  j["goodput"] = p.goodput ? json::parse(render_goodput_json(*p.goodput))["goodput"] : json();
+  j["goodput_missing"] = p.goodput_missing;
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

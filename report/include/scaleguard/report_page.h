@@ -9,6 +9,7 @@
 #include "scaleguard/report.h"
 #include "scaleguard/report_budgets.h"
 #include "scaleguard/report_decisions.h"
+#include "scaleguard/report_goodput.h"
 
 namespace scaleguard::report {
 
@@ -19,6 +20,8 @@ struct Page {
   std::string decisions_missing;            // "no decision log at /var/log/... "
   std::optional<BudgetReport> budgets;      // absent: budgets_missing says why
   std::string budgets_missing;
+  std::optional<GoodputReport> goodput;     // training jobs' goodput (--goodput-root); absent: goodput_missing
+  std::string goodput_missing;
 };
 
 std::string render_page_text(const Page& page);

@@ -1,5 +1,5 @@
 // scaleguard-run: what `srun --mpi=pmix` or `mpirun` starts on every rank.
-//   scaleguard-run prep --input TEXT... --output TOKENS.bin [--format sg|llmc|llmc-u32]
+//   scaleguard-run prep --input TEXT|JSONL... --output TOKENS.bin [--tokenizer FILE] [--format sg|llmc|llmc-u32|megatron]
 //   scaleguard-run train --config FILE.ini [--data TOKENS.bin] [--model mlp|gpt] ...
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -22,6 +22,7 @@
 #include "data/tokens.h"
 #include "train/trainer.h"
 #include "checkpoint/weights.h"
+#include "scaleguard/tokenizer_module.h"
 
 #include "generate/sample.h"
 namespace po = boost::program_options;
@@ -31,12 +32,21 @@ namespace {
 
 int prep_main(const std::vector<std::string>& args) {
   std::vector<std::string> inputs;
-  std::string output, format = "sg";
-  po::options_description desc("scaleguard-run prep: byte-level token file from text files");
+  std::string output, format = "sg", tokenizer_path, field = "text", eos;
+  unsigned threads = 0;
+  po::options_description desc("scaleguard-run prep: token file from text and JSONL files");
   desc.add_options()("help,h", "this help")("input", po::value(&inputs)->multitoken()->required(),
-                                             "text files")("output", po::value(&output)->required(), "token file")(
+                                             "text files (one document each) and *.jsonl files (a document per line)")(
+      "output", po::value(&output)->required(), "token file (megatron: PREFIX, writes PREFIX.bin and PREFIX.idx)")(
       "format", po::value(&format)->default_value(format),
-      "sg (1-byte tokens) | llmc (llm.c header, uint16 tokens) | llmc-u32 (llm.c Llama-3 header, uint32 tokens)");
+      "sg (scaleguard's; 1-byte tokens without --tokenizer, else uint16; the default without --tokenizer) | llmc (llm.c; uint16, or uint32 above "
+      "65536 tokens; the default with --tokenizer) | llmc-u32 (llm.c Llama-3 header, uint32) | megatron (.bin/.idx; with --tokenizer)")(
+      "tokenizer", po::value(&tokenizer_path),
+      "tokenizer.json (byte-level BPE), a tiktoken ranks file, a SentencePiece tokenizer.model, or a model "
+      "directory; without it: bytes")("field", po::value(&field)->default_value(field),
+                                       "the JSONL field holding a document's text (with --tokenizer)")(
+      "eos", po::value(&eos), "the token after each document: a token's text or id, or none (default: the tokenizer's)")(
+      "threads", po::value(&threads)->default_value(0), "tokenizing threads (0: every core)");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -45,6 +55,27 @@ int prep_main(const std::vector<std::string>& args) {
       return kExitOk;
     }
     po::notify(vm);
+    if (!tokenizer_path.empty()) {
+      std::vector<const char*> in;
+      for (const auto& i : inputs) in.push_back(i.c_str());
+      // llm.c's layout by default: it holds uint16 or uint32 ids as the vocabulary needs.
+      const std::string fmt = vm["format"].defaulted() ? "llmc" : format;
+      const sg_tokenizer_prep_result s = scaleguard::tokenizer::prep_in_module(
+          {tokenizer_path.c_str(), in.data(), in.size(), output.c_str(), fmt.c_str(), field.c_str(), eos.c_str(), threads});
+      std::fprintf(stderr, "scaleguard-run prep: %s\n", s.description);
+      std::fprintf(stderr,
+                   "scaleguard-run prep: %llu tokens (%u-byte ids, vocabulary %u) from %llu documents, %.1f MB in %.2f s: "
+                   "%.1f MB/s on %u threads -> %s\n",
+                   static_cast<unsigned long long>(s.tokens), s.token_bytes, s.vocab_size,
+                   static_cast<unsigned long long>(s.documents), s.input_bytes / 1e6, s.seconds,
+                   s.input_bytes / 1e6 / std::max(s.seconds, 1e-9), s.threads, s.written);
+      if (s.replaced_utf8)
+        std::fprintf(stderr, "scaleguard-run prep: %llu invalid UTF-8 sequences replaced by U+FFFD\n",
+                     static_cast<unsigned long long>(s.replaced_utf8));
+      return kExitOk;
+    }
+    if (vm.count("eos") || !vm["field"].defaulted() || format == "megatron")
+      throw RunError("prep: --eos, --field and --format megatron need --tokenizer");
     uint64_t n = prep_tokens(inputs, output, format);
     std::fprintf(stderr, "scaleguard-run prep: %llu tokens from %zu files -> %s\n", static_cast<unsigned long long>(n),
                  inputs.size(), output.c_str());
@@ -54,6 +85,9 @@ int prep_main(const std::vector<std::string>& args) {
     return kExitUsage;
   } catch (const RunError& e) {
     std::fprintf(stderr, "scaleguard-run %s\n", e.what());
+    return kExitError;
+  } catch (const std::runtime_error& e) {  // the tokenizer's errors
+    std::fprintf(stderr, "scaleguard-run prep: %s\n", e.what());
     return kExitError;
   }
 }
@@ -290,7 +324,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: scaleguard-run prep --input TEXT... --output TOKENS.bin [--format sg|llmc|llmc-u32]\n"
+               "usage: scaleguard-run prep --input TEXT|JSONL... --output TOKENS.bin [--tokenizer FILE] [--format sg|llmc|llmc-u32|megatron]\n"
                "       scaleguard-run train [--config FILE.ini] [options]   (--help lists them)\n"
                "       scaleguard-run export --ckpt DIR --output OUT/ [--dtype fp32|bf16] [--max-shard-gb G]\n"
                "       scaleguard-run logits [train options] --init-from WEIGHTS --tokens T0,T1,... --output FILE\n"

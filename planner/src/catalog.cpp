@@ -75,6 +75,8 @@ Result<Catalog> load_catalog(const std::string& path) {
             {"spot_interruption_hours", Field::number, &a.spot_interruption_hours, 1, 1e7, false, "node-hours"},
             {"checkpoint_write_gb_s", Field::number, &a.checkpoint_write_gb_s, 0.001, 1e4, false, "GB/s per node"},
             {"restart_seconds", Field::number, &a.restart_seconds, 0, 1e6, false, "seconds"},
+            {"restart_in_job_seconds", Field::number, &a.restart_in_job_seconds, 0, 1e6, false, "seconds"},
+            {"local_checkpoint_write_gb_s", Field::number, &a.local_checkpoint_write_gb_s, 0, 1e4, false, "GB/s per node"},
             {"elementwise_bytes", Field::number, &a.elementwise_bytes, 0, 1e4, false, "bytes per token, layer and hidden element"},
             {"score_bytes", Field::number, &a.score_bytes, 0, 1e4, false, "bytes per attention score element"},
             {"step_overhead_s", Field::number, &a.step_overhead_s, 0, 60, false, "seconds per optimizer step"},

@@ -486,12 +486,29 @@ Plan evaluate(const Workload& w, const Hardware& hw, const Layout& l) {
   const double mtbf_spot = 3600 / (p.nodes / node_mtbf + p.nodes / a.spot_interruption_hours);
   const double t_od = daly_interval(p.ckpt_save_s, mtbf_od);
   const double t_spot = daly_interval(p.ckpt_save_s, mtbf_spot);
-  const double f_od = failure_factor(t_od, p.ckpt_save_s, a.restart_seconds, mtbf_od);
-  const double f_spot = failure_factor(t_spot, p.ckpt_save_s, a.restart_seconds, mtbf_spot);
+  // In-job restart: a failure costs the restart in the allocation, not a requeue.
+  const double restart = a.restart_in_job_seconds > 0 ? a.restart_in_job_seconds : a.restart_seconds;
+  double f_od = failure_factor(t_od, p.ckpt_save_s, restart, mtbf_od);
+  double f_spot = failure_factor(t_spot, p.ckpt_save_s, restart, mtbf_spot);
+  if (a.local_checkpoint_write_gb_s > 0) {
+    // Two tiers: local saves (own write + the partner copy, each node's share) at Daly's
+    // interval of their cost bound the work a failure loses; the shared saves at Daly's
+    // interval of theirs only add their own cost.
+    p.ckpt_local_save_s = std::max(0.1, 2 * state / (a.local_checkpoint_write_gb_s * 1e9 * p.nodes));
+    auto two_tier = [&](double mtbf, double t_shared) {
+      const double t_local = daly_interval(p.ckpt_local_save_s, mtbf);
+      const double lost = (t_local / 2 + restart) / mtbf;
+      if (lost >= 1 || t_local <= 0) return std::numeric_limits<double>::infinity();
+      return (1 + p.ckpt_local_save_s / t_local + p.ckpt_save_s / t_shared) / (1 - lost);
+    };
+    f_od = two_tier(mtbf_od, t_od);
+    f_spot = two_tier(mtbf_spot, t_spot);
+    p.ckpt_local_interval_s = daly_interval(p.ckpt_local_save_s, hw.spot ? mtbf_spot : mtbf_od);
+  }
   const double f = hw.spot ? f_spot : f_od;
   p.ckpt_interval_s = hw.spot ? t_spot : t_od;
   p.job_mtbf_hours = (hw.spot ? mtbf_spot : mtbf_od) / 3600;
-  p.restart_s = a.restart_seconds;
+  p.restart_s = restart;
   p.failure_overhead = f - 1;
   p.wall_hours = p.train_hours * f;
   p.gpu_hours = p.wall_hours * p.gpus;

@@ -240,8 +240,14 @@ std::vector<std::string> describe_plan(const Plan& p) {
     out.push_back("evaluation: " + text::num(p.evaluations, 0) + " forward passes, " + text::num(p.eval_hours, 2) +
                   " h of the " + text::num(p.train_hours, 2) + " h before failures (" +
                   text::num(100 * p.eval_hours / p.train_hours, 1) + "%)");
-  out.push_back("checkpoint every " + text::num(p.ckpt_interval_s / 60, 1) + " min (Daly; save " +
-                text::num(p.ckpt_save_s, 1) + " s): failures add " + text::num(100 * p.failure_overhead, 2) + "%");
+  if (p.ckpt_local_interval_s > 0)
+    out.push_back("local checkpoint every " + text::num(p.ckpt_local_interval_s / 60, 1) + " min (Daly; save + partner copy " +
+                  text::num(p.ckpt_local_save_s, 1) + " s), shared every " + text::num(p.ckpt_interval_s / 60, 1) +
+                  " min (save " + text::num(p.ckpt_save_s, 1) + " s), restart " + text::num(p.restart_s / 60, 1) +
+                  " min: failures add " + text::num(100 * p.failure_overhead, 2) + "%");
+  else
+    out.push_back("checkpoint every " + text::num(p.ckpt_interval_s / 60, 1) + " min (Daly; save " +
+                  text::num(p.ckpt_save_s, 1) + " s): failures add " + text::num(100 * p.failure_overhead, 2) + "%");
   if (std::string topk = topk_reason(p); !topk.empty()) out.push_back(topk);
   return out;
 }

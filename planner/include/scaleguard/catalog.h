@@ -74,6 +74,14 @@ struct Assumptions {
   double spot_interruption_hours = 256;// mean node-hours between spot interruptions
   double checkpoint_write_gb_s = 2;    // checkpoint write bandwidth per node
   double restart_seconds = 300;        // requeue + reload after a failure
+  // In-job restart (train.sbatch restarts on the healthy nodes of its allocation): a failure
+  // then costs this instead of restart_seconds (a requeue); 0 = jobs requeue.
+  double restart_in_job_seconds = 0;
+  // Node-local checkpoints with partner copies (scaleguard-run --ckpt-local-dir): write
+  // bandwidth per node of the local disk; 0 = no local tier. With it the planner saves
+  // locally at Daly's interval of the local cost (own write + partner copy) and to the shared
+  // file system at Daly's interval of its own cost: a failure loses half a local interval.
+  double local_checkpoint_write_gb_s = 0;
   // The sharper step-time model (docs/validation.md, "Step-time model"); all 0 = off.
   double elementwise_bytes = 0;        // HBM bytes per token, layer and hidden element (fwd+bwd)
   double score_bytes = 0;              // HBM bytes per attention score element (fwd+bwd), materialized attention

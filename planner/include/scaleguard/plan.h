@@ -128,6 +128,10 @@ struct Plan {
   double ckpt_save_s = 0;
   double job_mtbf_hours = 0;       // mean time between failures of the whole job (chosen capacity)
   double restart_s = 0;            // time lost restarting after a failure
+  // Local tier (Assumptions::local_checkpoint_write_gb_s > 0): its save (write + partner
+  // copy) and interval; ckpt_* above are then the shared tier's. 0 = no local tier.
+  double ckpt_local_save_s = 0;
+  double ckpt_local_interval_s = 0;
   double failure_overhead = 0;     // fraction added by checkpoints + lost work + restarts;
                                    // infinite when failures outpace progress (then fits = false)
   double wall_hours = 0;           // with failures, for the chosen capacity

@@ -404,7 +404,12 @@ BudgetSetup load_budget_setup(const std::string& policy_path, const std::string&
                               const std::string& ledger_override) {
   auto policy = load_policy(policy_path, catalog_path);
   if (!policy) throw Failure{policy.error().str()};
-  auto budgets = load_budgets(policy_path, **policy);
+  auto loaded = load_budgets(policy_path, **policy);
+  if (!loaded) throw Failure{loaded.error().str()};
+  // Zoned budgets' periods around now from the tz database (what `show` and `report` print for
+  // a budget the ledger has not counted; the sync works out its own from its snapshot).
+  const std::int64_t now = std::time(nullptr);
+  auto budgets = with_zone_boundaries(**loaded, policy_path, now, now + (*loaded)->settings.max_age_s);
   if (!budgets) throw Failure{budgets.error().str()};
   BudgetSetup s{policy.value(), budgets.value(), ledger_override.empty() ? (*budgets)->settings.ledger : ledger_override};
   if (s.ledger_path.empty()) throw Failure{"the policy " + policy_path + " names no budget ledger ([budgets] ledger)"};

@@ -381,7 +381,7 @@ std::optional<LocalRestore> LocalTier::restore(int64_t newer_than, const Checkpo
   json have = json::object();
   if (auto listed = list_checkpoints(dir_)) {
     for (const auto& l : *listed) {
-      if (l.status != Status::committed || l.step <= newer_than) continue;
+      if (l.status != Status::committed || l.step < newer_than) continue;   // a tie: local restores faster
       auto m = read_manifest(l.path);
       if (!m || !same_layout(*m, expect, world_)) continue;
       json shards = json::array();

@@ -61,7 +61,8 @@ class LocalTier {
   // Collective, synchronous: the save of steps 1-4 above. Committed.write_seconds is this
   // rank's shard write, Committed.bytes its shard's size.
   Result<Committed> save(const Snapshot& snap);
-  // Collective: the newest local checkpoint of a step > newer_than that every shard can be
+  // Collective: the newest local checkpoint of a step >= newer_than (a tie goes to the local
+  // tier: it restores from node-local disks) that every shard can be
   // restored from (own copy or partner copy), its shards moved to where they belong and
   // verified; nullopt when there is none (the caller then resumes from the shared tier).
   // expect: the manifest's layout must equal it (config hash, world size, tp, pp, dp,

@@ -468,7 +468,7 @@ std::string Checkpointing::resume(Trainer& t) {
       if (comm_->all_min(r ? 1 : 0) == 1) {
         tier = "local";
         if (launch_.rank == 0)
-          log("local tier: " + ck::step_dir_name(chosen->step) + " in " + local_->dir() + " (newer than the shared tier's " +
+          log("local tier: " + ck::step_dir_name(chosen->step) + " in " + local_->dir() + " (the shared tier's newest: " +
               (shared_newest < 0 ? std::string("none") : ck::step_dir_name(shared_newest)) + "), " +
               std::to_string(chosen->from_partner) + " shard(s) restored from partner copies");
         return std::optional<ck::Reader>(std::move(r).value());

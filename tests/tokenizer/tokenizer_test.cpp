@@ -306,3 +306,22 @@ TEST(Load, TellsTheKindAndRefusesWhatIsNone) {
 }
 
 }  // namespace
+
+// decode() (what `scaleguard-run sample` prints): the tokens' bytes, added tokens as their text;
+// decode(encode(text)) == text for byte-level BPE of either file kind; unknown ids refused.
+TEST(Decode, ByteLevelBpeGivesBackTheBytes) {
+  json j = tiny_tokenizer_json(kMerges);
+  j["added_tokens"] = {{{"id", 264}, {"content", "<|end|>"}, {"special", true}}};
+  auto t = tk::load_hf_json(j.dump(), "t.json");
+  EXPECT_EQ(t->decode({260, 262, 263, '!'}), "hello world!");
+  EXPECT_EQ(t->decode({260, 264, 0xD0}), "hello<|end|>\xd0");  // may end inside a character
+  for (const std::string text : {"hello  hello", "hel lo\n\tworld", "\xd0\xb4\xd0\xb0 \xf0\x9f\x98\x80 12345",
+                                 "x<|end|>y"})
+    EXPECT_EQ(t->decode(encode(*t, text)), text) << text;
+  EXPECT_THROW(t->decode({265}), tk::Error);
+  std::vector<std::string> tokens;
+  auto r = tk::load_tiktoken(r50k_sized_ranks(&tokens), "r.tiktoken");
+  EXPECT_EQ(r->decode({50256}), "<|endoftext|>");
+  for (const std::string text : {"abcd zab", "hello world \xe2\x82\xac"}) EXPECT_EQ(r->decode(encode(*r, text)), text);
+  EXPECT_THROW(r->decode({50257}), tk::Error);
+}

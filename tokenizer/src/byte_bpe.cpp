@@ -274,6 +274,25 @@ class ByteBpeTokenizer : public Tokenizer {
                      [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
     m_.added_first.fill(false);
     for (const AddedToken& a : m_.added) m_.added_first[static_cast<unsigned char>(a.content[0])] = true;
+    // decode(): each id's bytes; added and special tokens as their text.
+    text_of_.resize(m_.vocab_size);
+    known_.assign(m_.vocab_size, false);
+    auto set = [this](uint32_t id, const std::string& text) {
+      if (id < text_of_.size()) text_of_[id] = text, known_[id] = true;
+    };
+    for (int b = 0; b < 256; ++b) set(m_.byte_ids[static_cast<size_t>(b)], std::string(1, static_cast<char>(b)));
+    for (const auto& [bytes, id] : m_.ids_by_bytes) set(id, bytes);
+    for (const auto& [text, id] : m_.named) set(id, text);
+    for (const AddedToken& a : m_.added) set(a.id, a.content);
+  }
+  std::string decode(const std::vector<uint32_t>& ids) const override {
+    std::string out;
+    for (uint32_t id : ids) {
+      if (id >= known_.size() || !known_[id])
+        throw Error("token id " + std::to_string(id) + " is not a token of " + m_.description);
+      out += text_of_[id];
+    }
+    return out;
   }
   std::unique_ptr<Encoder> encoder() const override { return std::make_unique<ByteBpeEncoder>(m_); }
   uint32_t vocab_size() const override { return m_.vocab_size; }
@@ -289,6 +308,8 @@ class ByteBpeTokenizer : public Tokenizer {
 
  private:
   ByteBpe m_;
+  std::vector<std::string> text_of_;
+  std::vector<bool> known_;
 };
 
 }  // namespace

@@ -40,6 +40,17 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string describe() const override {
     return "SentencePiece model, " + std::to_string(sp_.GetPieceSize()) + " pieces";
   }
+  std::string decode(const std::vector<uint32_t>& ids) const override {
+    std::vector<int> in;
+    for (uint32_t id : ids) {
+      if (id >= vocab_size()) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
+      in.push_back(static_cast<int>(id));
+    }
+    std::string text;
+    const auto status = sp_.Decode(in, &text);
+    if (!status.ok()) throw Error("SentencePiece: " + status.ToString());
+    return text;
+  }
   sentencepiece::SentencePieceProcessor sp_;
 };
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 
 #include "checkpoint/hf_files.h"
@@ -15,6 +17,7 @@
 #include "generate/choose.h"
 #include "launch/launch.h"
 #include "models/model.h"
+#include "scaleguard/tokenizer_module.h"
 
 namespace scaleguard::run {
 namespace {
@@ -35,17 +38,42 @@ const char* kUsage =
     "  --seed S              the sampling seed (train's --seed; default 1337): a seed gives the same text\n"
     "  --device D            auto | cpu | cuda (train's --device)\n"
     "  --tokenizer T         bytes (byte-level, what prep makes without --tokenizer), or a tokenizer file or\n"
-    "                        directory; default: the one beside the weights, else bytes\n"
-    "  --no-cache            recompute the whole window for every token instead of the llama's KV cache\n";
+    "                        directory (tokenizer.json, tokenizer.model, a tiktoken file); default: the one beside\n"
+    "                        the weights (or a checkpoint's --init-from directory), else bytes. Generation stops\n"
+    "                        at its end-of-text token\n"
+    "  --no-cache            recompute the whole window for every token instead of the llama's KV cache\n"
+    "  --print-ids           also print the new tokens' ids (standard error)\n";
 
-// Byte-level tokens: id = byte value, what `prep` makes without a tokenizer.
-struct Bytes {
-  std::vector<int64_t> encode(const std::string& text) const {
-    std::vector<int64_t> ids;
+// Text <-> token ids: byte-level (id = byte value, what `prep` makes without a tokenizer),
+// or a tokenizer file through tokenizer/'s module (SentencePiece, byte-level BPE).
+class Codec {
+ public:
+  static std::unique_ptr<Codec> bytes() { return std::unique_ptr<Codec>(new Codec(nullptr)); }
+  static std::unique_ptr<Codec> file(const std::string& path) {
+    return std::unique_ptr<Codec>(new Codec(std::make_unique<tokenizer::ModuleTokenizer>(path)));
+  }
+  std::vector<uint32_t> encode(const std::string& text) const {
+    if (tok_) return tok_->encode(text);
+    std::vector<uint32_t> ids;
     for (unsigned char c : text) ids.push_back(c);
     return ids;
   }
-  std::string decode(int64_t id) const { return std::string(1, static_cast<char>(id)); }
+  std::string decode(const std::vector<uint32_t>& ids) const {
+    if (tok_) return tok_->decode(ids);
+    std::string out;
+    for (uint32_t id : ids) out += static_cast<char>(id);
+    return out;
+  }
+  uint32_t vocab_size() const { return tok_ ? tok_->vocab_size() : 256; }
+  std::optional<uint32_t> eos() const {
+    if (tok_ && tok_->has_eos()) return tok_->eos();
+    return std::nullopt;
+  }
+  std::string describe() const { return tok_ ? tok_->describe() : "byte-level tokens"; }
+
+ private:
+  explicit Codec(std::unique_ptr<tokenizer::ModuleTokenizer> t) : tok_(std::move(t)) {}
+  std::unique_ptr<tokenizer::ModuleTokenizer> tok_;
 };
 
 }  // namespace
@@ -53,7 +81,7 @@ struct Bytes {
 int sample_main(const std::vector<std::string>& all_args) {
   // sample's own options; the rest are train's (shape keys, --init-from, --seed, --device).
   std::string ckpt, prompt, tokenizer, text;
-  bool have_prompt = false, no_cache = false;
+  bool have_prompt = false, no_cache = false, print_ids = false;
   Choice choice;
   int64_t max_new = 64;
   std::vector<std::string> args;
@@ -95,6 +123,8 @@ int sample_main(const std::vector<std::string>& all_args) {
         choice.top_p = number(value());
       } else if (name == "--no-cache") {
         no_cache = true;
+      } else if (name == "--print-ids") {
+        print_ids = true;
       } else {
         args.push_back(a);
       }
@@ -144,19 +174,28 @@ int sample_main(const std::vector<std::string>& all_args) {
                      "sample on the CPU on purpose");
     }
 
-    // The tokenizer: bytes, or a file beside the weights / named.
+    // The tokenizer: bytes, or a file beside the weights (or the checkpoint's --init-from
+    // directory), or the one named.
     if (tokenizer.empty()) {
       auto found = tokenizer_files_in(weights_dir);
       tokenizer = found.empty() ? "bytes" : found.front();
     }
-    if (tokenizer != "bytes")
-      throw RunError("--tokenizer " + tokenizer + ": sample decodes byte-level tokens only so far; text through a "
-                     "tokenizer file needs a decoder in scaleguard::tokenizer (tokenizer/, issue 39 item 1), which "
-                     "has none yet. Give --tokenizer bytes for a model trained on `prep`'s byte-level tokens");
-    if (cfg.vocab_size != 256)
-      throw RunError("a vocabulary of " + std::to_string(cfg.vocab_size) + " tokens is not byte-level (256): give the "
-                     "model's --tokenizer");
-    const Bytes bytes;
+    std::unique_ptr<Codec> codec;
+    if (tokenizer == "bytes") {
+      codec = Codec::bytes();
+      if (cfg.vocab_size != 256)
+        throw RunError("a vocabulary of " + std::to_string(cfg.vocab_size) + " tokens is not byte-level (256): give "
+                       "the model's --tokenizer");
+    } else {
+      try {
+        codec = Codec::file(tokenizer);
+      } catch (const std::runtime_error& e) {
+        throw RunError("--tokenizer " + tokenizer + ": " + e.what());
+      }
+      if (codec->vocab_size() > cfg.vocab_size)
+        throw RunError(tokenizer + " has " + std::to_string(codec->vocab_size()) + " tokens, more than the model's "
+                       "vocabulary of " + std::to_string(cfg.vocab_size) + ": not the model's tokenizer");
+    }
 
     // The model, its weights, the device.
     auto model = make_model(cfg);
@@ -180,8 +219,30 @@ int sample_main(const std::vector<std::string>& all_args) {
     model->set_evaluating(true);
     at::NoGradGuard no_grad;
 
-    std::vector<int64_t> ids = bytes.encode(prompt);
+    std::vector<int64_t> ids;
+    for (uint32_t id : codec->encode(prompt)) ids.push_back(id);
     const size_t prompt_tokens = ids.size();
+    if (ids.empty()) throw RunError("the prompt encodes to no tokens");
+    // What is printed: the prompt as given, then the text the new tokens add to the prompt's
+    // (decoded whole each time: a character may span tokens, and SentencePiece spaces
+    // depend on what precedes them), written as soon as it extends what was written.
+    auto decode_all = [&] { return codec->decode(std::vector<uint32_t>(ids.begin(), ids.end())); };
+    const std::string prompt_text = decode_all();
+    std::string written;
+    auto write_new = [&](bool last) {
+      const std::string all = decode_all();
+      if (all.compare(0, prompt_text.size(), prompt_text) != 0) return;  // the prompt's text changed: wait
+      const std::string text = all.substr(prompt_text.size());
+      if (text.compare(0, written.size(), written) == 0) {
+        std::cout << text.substr(written.size()) << std::flush;
+        written = text;
+      } else if (last) {
+        std::cout << "\n" << text << std::flush;  // never seen: what was written was taken back
+      }
+    };
+    const std::optional<uint32_t> eos = codec->eos();
+    bool stopped = false;
+    std::string new_ids;
     std::mt19937_64 rng(cfg.seed);
     const bool cached = !no_cache && model->supports_kv_cache();
     KvCache cache;
@@ -207,10 +268,20 @@ int sample_main(const std::vector<std::string>& all_args) {
       at::Tensor row = logits.select(1, logits.size(1) - 1).reshape({-1}).to(at::kCPU, at::kFloat).contiguous();
       std::vector<float> v(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
       const int64_t next = choose_token(v, choice, rng);
+      new_ids += (new_ids.empty() ? "" : ",") + std::to_string(next);
+      if (eos && next == static_cast<int64_t>(*eos)) {  // the end of the text: not printed
+        stopped = true;
+        break;
+      }
+      if (next >= static_cast<int64_t>(codec->vocab_size()))
+        throw RunError("the model chose token " + std::to_string(next) + ", which " + codec->describe() +
+                       " does not have (vocabulary " + std::to_string(codec->vocab_size()) + ")");
       ids.push_back(next);
-      std::cout << bytes.decode(next) << std::flush;
+      write_new(false);
     }
+    write_new(true);
     std::cout << "\n" << std::flush;
+    if (print_ids) std::fprintf(stderr, "scaleguard-run sample: new token ids %s\n", new_ids.c_str());
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string how = choice.temperature == 0 ? "greedy" : "temperature " + short_double_text(choice.temperature);
     if (choice.temperature > 0 && choice.top_k > 0) how += ", top-k " + std::to_string(choice.top_k);
@@ -218,11 +289,12 @@ int sample_main(const std::vector<std::string>& all_args) {
     if (choice.temperature > 0) how += ", seed " + std::to_string(cfg.seed);
     std::string mode = cached ? "KV cache" : "recomputing the window";
     if (recomputed > 0 && cached) mode += "; " + std::to_string(recomputed) + " tokens past seq-len recomputed";
+    const long long made = static_cast<long long>(ids.size() - prompt_tokens);
     std::fprintf(stderr,
-                 "scaleguard-run sample: %lld new tokens after a %zu-token prompt from %s: %s model, %s, byte-level "
-                 "tokens, %s, %s, %.3f s\n",
-                 static_cast<long long>(max_new), prompt_tokens, source.c_str(), cfg.model.c_str(),
-                 device.str().c_str(), how.c_str(), mode.c_str(), s);
+                 "scaleguard-run sample: %lld new tokens%s after a %zu-token prompt from %s: %s model, %s, %s, %s, %s, "
+                 "%.3f s\n",
+                 made, stopped ? " (then the end-of-text token)" : "", prompt_tokens, source.c_str(), cfg.model.c_str(),
+                 device.str().c_str(), codec->describe().c_str(), how.c_str(), mode.c_str(), s);
     return kExitOk;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scaleguard-run sample: %s\n", e.what());

@@ -42,6 +42,11 @@ class Tokenizer {
   virtual std::optional<uint32_t> eos() const = 0;
   // What was loaded, for people: "SentencePiece unigram, 32000 pieces".
   virtual std::string describe() const = 0;
+  // The text of `ids` (what `scaleguard-run sample` prints): byte-level BPE joins the tokens'
+  // bytes (added and special tokens as their text), so it may end inside a UTF-8 character;
+  // SentencePiece is the library's DecodeIds (U+2581 as spaces, the first one dropped, byte
+  // pieces joined). An id outside the vocabulary is an Error.
+  virtual std::string decode(const std::vector<uint32_t>& ids) const = 0;
 };
 
 // Loads FILE: a tokenizer.json (byte-level BPE), a tiktoken ranks file, or a SentencePiece

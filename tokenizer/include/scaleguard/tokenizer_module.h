@@ -32,6 +32,24 @@ struct sg_tokenizer_prep_result {
   char error[4096];    // empty when it succeeded
 };
 typedef int (*sg_tokenizer_prep_fn)(const sg_tokenizer_prep_args*, sg_tokenizer_prep_result*);
+
+// A tokenizer loaded once, for encoding and decoding (`scaleguard-run sample`):
+// sg_tokenizer_open_v1 returns a handle (NULL on error, the message in info->error);
+// encode/decode write at most `cap` ids / bytes and return how many the whole result has
+// (call again with a larger buffer when that is more), or -1 with the message in `error`.
+struct sg_tokenizer_info {
+  uint32_t vocab_size;
+  int has_eos;
+  uint32_t eos;
+  char description[256];
+  char error[4096];
+};
+typedef void* (*sg_tokenizer_open_fn)(const char* path, sg_tokenizer_info* info);
+typedef long (*sg_tokenizer_encode_fn)(void* tokenizer, const char* text, size_t len, uint32_t* ids, size_t cap,
+                                       char* error, size_t error_size);
+typedef long (*sg_tokenizer_decode_fn)(void* tokenizer, const uint32_t* ids, size_t n, char* text, size_t cap,
+                                       char* error, size_t error_size);
+typedef void (*sg_tokenizer_close_fn)(void* tokenizer);
 }
 
 namespace scaleguard::tokenizer {
@@ -40,5 +58,25 @@ namespace scaleguard::tokenizer {
 // tree's and the installed path compiled in) and runs prep(); throws std::runtime_error
 // with the module's message.
 sg_tokenizer_prep_result prep_in_module(const sg_tokenizer_prep_args& args);
+
+// A tokenizer file or model directory loaded in the module (tokenizer.h's load()): encode
+// and decode for a process that also holds LibTorch. Throws std::runtime_error.
+class ModuleTokenizer {
+ public:
+  explicit ModuleTokenizer(const std::string& path);
+  ~ModuleTokenizer();
+  ModuleTokenizer(const ModuleTokenizer&) = delete;
+  ModuleTokenizer& operator=(const ModuleTokenizer&) = delete;
+  std::vector<uint32_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<uint32_t>& ids) const;
+  uint32_t vocab_size() const { return info_.vocab_size; }
+  bool has_eos() const { return info_.has_eos != 0; }
+  uint32_t eos() const { return info_.eos; }
+  std::string describe() const { return info_.description; }
+
+ private:
+  void* handle_ = nullptr;
+  sg_tokenizer_info info_{};
+};
 
 }  // namespace scaleguard::tokenizer

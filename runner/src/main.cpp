@@ -328,6 +328,8 @@ void usage(FILE* out) {
                "       scaleguard-run train [--config FILE.ini] [options]   (--help lists them)\n"
                "       scaleguard-run export --ckpt DIR --output OUT/ [--dtype fp32|bf16] [--max-shard-gb G]\n"
                "       scaleguard-run logits [train options] --init-from WEIGHTS --tokens T0,T1,... --output FILE\n"
+               "       scaleguard-run sample --ckpt DIR | --init-from DIR --prompt TEXT [--max-new-tokens N] "
+               "[--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
                "Start train under mpirun/srun --mpi=pmix, one rank per GPU or CPU slot.\n");
 }
 
@@ -345,6 +347,7 @@ int main(int argc, char** argv) {
   if (verb == "train") return train_main(argc, argv, args);
   if (verb == "export") return export_main(args);
   if (verb == "logits") return logits_main(args);
+  if (verb == "sample") return sample_main(args);
   if (verb == "--help" || verb == "-h" || verb == "help") {
     usage(stdout);
     return kExitOk;
@@ -353,6 +356,3 @@ int main(int argc, char** argv) {
   usage(stderr);
   return kExitUsage;
 }
-               "       scaleguard-run sample --ckpt DIR | --init-from DIR --prompt TEXT [--max-new-tokens N] "
-               "[--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-  if (verb == "sample") return sample_main(args);

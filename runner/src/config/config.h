@@ -98,6 +98,7 @@ struct Config {
   bool quiet = false;              // no progress line
   bool verbose = false;            // start-up: every rank's line, the effective configuration, setup details
   std::string init_from;           // safetensors file or directory: initial weights (a checkpoint in ckpt_dir wins)
+  std::string shape_from;          // not a key: "DIR/config.json" when --init-from DIR's config.json gave the shape
   std::string dump_params;         // rank 0 writes all parameters (name order) at the end
   std::string sample_log;          // every rank appends the sample ids it trains on
   bool memory_report = false;      // rank 0 prints its state bytes and the steps' peak tensor memory
@@ -112,7 +113,6 @@ struct Config {
 // RunError naming both numbers otherwise. Nothing for other models or tp = 1.
 void check_tp_heads(const Config& cfg, int64_t tp);
 
-  std::string shape_from;          // not a key: "DIR/config.json" when --init-from DIR's config.json gave the shape
 // The shortest decimal text that reads back as exactly v ("0.1", "1e-05"): what --help shows
 // as a floating-point option's default.
 std::string short_double_text(double v);

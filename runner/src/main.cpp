@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/exit_codes.h"
 #include "comm/grid.h"
+#include "health/health.h"
 #include "launch/launch.h"
 #include "data/tokens.h"
 #include "train/trainer.h"
@@ -131,6 +132,21 @@ std::string config_mismatch(const Launch& l, const Config& cfg) {
          "; every rank must get the same file, options and SCALEGUARD_* environment";
 }
 
+HealthSettings health_settings(const Config& cfg) {
+  HealthSettings h;
+  h.watchdog = cfg.hang_detect;
+  h.dir = !cfg.health_dir.empty() ? cfg.health_dir : cfg.ckpt_dir.empty() ? "" : cfg.ckpt_dir + "/health";
+  h.limits.startup_s = cfg.hang_startup_s;
+  h.limits.step_floor_s = cfg.hang_step_floor_s;
+  h.limits.ckpt_floor_s = cfg.hang_ckpt_floor_s;
+  h.limits.eval_floor_s = cfg.hang_eval_floor_s;
+  h.limits.k = cfg.hang_k;
+  h.straggler.every = static_cast<long>(cfg.straggler_every);
+  h.straggler.threshold = cfg.straggler_threshold;
+  h.straggler.windows = static_cast<int>(cfg.straggler_windows);
+  return h;
+}
+
 // The one start-up line without --verbose: model, strategy and layout, ranks, data, steps,
 // checkpoints, and the configuration's hash (--verbose prints what it hashes).
 std::string start_line(const Config& cfg, const Launch& l, bool cuda, int threads) {
@@ -233,6 +249,14 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
 
   int rc = kExitError;
   {
+    // The hang watchdog from here on (start-up: data, model, resume), and the straggler check.
+    // Declared first: destroyed after the trainer, before MPI_Finalize.
+    std::unique_ptr<Health> health = std::make_unique<Health>(health_settings(cfg), l);  // collective
+    if (l.rank == 0 && cfg.verbose)
+      std::fprintf(stderr, "scaleguard-run: hang watchdog %s; heartbeats %s; straggler windows of %lld steps\n",
+                   cfg.hang_detect ? ("on, start-up limit " + health->limit_text(Section::kStartup)).c_str() : "off",
+                   health->dir().empty() ? "none (no --health-dir or --ckpt-dir)" : health->dir().c_str(),
+                   static_cast<long long>(cfg.straggler_every));
     std::unique_ptr<Trainer> trainer;
     ProcessGrid grid;
     try {
@@ -272,6 +296,7 @@ int train_main(int argc, char** argv, const std::vector<std::string>& args) {
       }
       grid = make_grid(std::move(world), static_cast<int>(cfg.tp), static_cast<int>(cfg.dp), static_cast<int>(cfg.pp));
       trainer = std::make_unique<Trainer>(cfg, l, grid, std::move(tokens), device, std::move(arrays));
+      trainer->health = health.get();
     } catch (const std::exception& e) {  // RunError, or torch's c10::Error for a bad shape
       error = e.what();
     }

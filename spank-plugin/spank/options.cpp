@@ -45,6 +45,10 @@ const std::vector<Option> kOptions = {
     {"train-eval-tokens", "SCALEGUARD_TRAIN_EVAL_TOKENS", "COUNT",
      "[scaleguard] tokens each evaluation reads (20M, 1e8; with --train-eval-every)",
      "a positive count with an optional K/M/B/T suffix, like 20M or 1e8"},
+    {"train-spare-nodes", "SCALEGUARD_TRAIN_SPARE_NODES", "N",
+     "[scaleguard] nodes of the allocation kept idle to replace a failed one (in-job restart; counted in the job's "
+     "GPU-hours, not in the plan's layout)",
+     "a whole number of nodes from 0 to 1024"},
 };
 
 std::map<std::string, std::string> values;  // option name -> last value given
@@ -89,6 +93,12 @@ bool check(const std::string& name, const std::string& value, std::string& why) 
   if (name == "train-strategy") return from(parse_strategy(value));
   if (name == "train-ckpt-interval") return check_minutes(value, why);
   if (name == "train-eval-every") return check_steps(value, why);
+  if (name == "train-spare-nodes") {
+    if (value.empty() || value.size() > 4 || !std::all_of(value.begin(), value.end(), ::isdigit))
+      return why = "not a whole number of nodes", false;
+    if (std::stol(value) > 1024) return why = "out of range", false;
+    return true;
+  }
   if (name == "train-probe") {
     if (value == "1" || value == "yes" || value == "on") return true;
     return why = "not 1, yes or on", false;

@@ -59,7 +59,7 @@ run_with_signal() {  # run_with_signal SIGNAL
   run run_with_signal USR1
   assert_success
   run cat "$log"
-  assert_line --index 0 "srun --mpi=pmix scaleguard-run train --config cfg.ini --ckpt-dir /ckpt/x --steps=5"
+  assert_line --index 0 "srun --mpi=pmix --kill-on-bad-exit=1 scaleguard-run train --config cfg.ini --ckpt-dir /ckpt/x --steps=5"
   assert_line "step got USR1"
   assert_line "scontrol requeue 4242"
   run cat "$BATS_TEST_TMPDIR/out"
@@ -81,17 +81,25 @@ run_with_signal() {  # run_with_signal SIGNAL
   assert_failure 3
   assert_output --partial "training step exited with 3"
   run cat "$log"
-  assert_line --index 0 "srun --mpi=pmix scaleguard-run train --config cfg.ini --ckpt-dir $BATS_TEST_TMPDIR/ckpt/train"
+  assert_line --index 0 "srun --mpi=pmix --kill-on-bad-exit=1 scaleguard-run train --config cfg.ini --ckpt-dir $BATS_TEST_TMPDIR/ckpt/train"
   refute_output --partial "requeue"
 }
 
-@test "train.sbatch requeues when a collective failed or timed out (exit 86), a bounded number of times" {
+@test "train.sbatch restarts in-job on exit 86, then requeues, a bounded number of times" {
   fake_srun
   SLURM_RESTART_COUNT=2 FAKE_RC=86 run "$SCALEGUARD_SOURCE_DIR/scripts/sbatch/train.sbatch" cfg.ini
   assert_success
-  assert_output --partial "a collective failed or timed out (exit 86), requeueing job 4242"
+  assert_output --partial "in-job restart 3 of 3"
+  refute_output --partial "in-job restart 4"
+  assert_output --partial "(exit 86) after 3 in-job restarts, requeueing job 4242"
   run cat "$log"
+  assert_equal "$(grep -c '^srun ' "$log")" 4
   assert_line "scontrol requeue 4242"
+  rm "$log"
+  SCALEGUARD_INJOB_RESTARTS=0 SLURM_RESTART_COUNT=0 FAKE_RC=87 run "$SCALEGUARD_SOURCE_DIR/scripts/sbatch/train.sbatch" cfg.ini
+  assert_success
+  refute_output --partial "in-job restart 1"
+  assert_output --partial "(exit 87) after 0 in-job restarts, requeueing job 4242"
   rm "$log"
   SLURM_RESTART_COUNT=3 FAKE_RC=86 run "$SCALEGUARD_SOURCE_DIR/scripts/sbatch/train.sbatch" cfg.ini
   assert_failure 86

@@ -175,6 +175,28 @@ po::options_description train_options(Config& c) {
     ("memory-report", po::value(&c.memory_report)->default_value(c.memory_report)->implicit_value(true),
      "rank 0 prints the bytes of parameters, gradients and optimizer state and the peak of the tensor memory "
      "allocated during the steps (c10 CPU allocator reporting; CPU runs, best with --threads 1)");
+  po::options_description health("Hangs and stragglers (exit 87 on a hang; the launcher restarts in-job)");
+  health.add_options()
+    ("health-dir", po::value(&c.health_dir)->default_value(c.health_dir),
+     "directory for the ranks' heartbeats and the hang and straggler reports the launcher reads (empty = "
+     "CKPT_DIR/health; no directory: hangs are still detected, the hung rank is not named)")
+    ("hang-detect", po::value(&c.hang_detect)->default_value(c.hang_detect)->implicit_value(true),
+     "on | off: the watchdog thread; a section past its limit logs the ranks not progressing and exits 87")
+    ("hang-startup-s", real_value(c.hang_startup_s),
+     "limit of the start-up (data, model, resume), the first 5 steps and the finish, seconds")
+    ("hang-step-floor-s", real_value(c.hang_step_floor_s),
+     "a step's limit: max(this, hang-k x the p99 of the last 100 step times), seconds")
+    ("hang-ckpt-floor-s", real_value(c.hang_ckpt_floor_s),
+     "the checkpoint hook's limit: max(this, hang-k x the p99 of its recent times), seconds")
+    ("hang-eval-floor-s", real_value(c.hang_eval_floor_s),
+     "an evaluation's limit: max(this, hang-k x the p99 of the recent evaluations), seconds")
+    ("hang-k", real_value(c.hang_k), "the learned limits' factor on the p99 of the section's recent times")
+    ("straggler-every", po::value(&c.straggler_every)->default_value(c.straggler_every),
+     "steps per straggler window: the nodes' compute seconds compared (one small allgather; 0 = off)")
+    ("straggler-threshold", real_value(c.straggler_threshold),
+     "a node slower than the median of the other nodes by more than this fraction counts in a window")
+    ("straggler-windows", po::value(&c.straggler_windows)->default_value(c.straggler_windows),
+     "consecutive windows over the threshold before a node is named (log, metrics, HEALTH_DIR/stragglers)");
   po::options_description sched("Learning-rate schedule (warm-up, then a decay whose horizon may outlast --steps)");
   sched.add_options()
     ("lr-schedule", po::value(&c.lr_schedule)->default_value(c.lr_schedule),
@@ -197,7 +219,7 @@ po::options_description train_options(Config& c) {
      "directory for a TensorBoard event file events.out.tfevents.<time>.<host>: train/loss, train/lr, "
      "train/grad_norm, train/tokens_per_s per logged step, eval/loss per evaluation");
   po::options_description all;
-  all.add(model).add(data).add(eval).add(optim).add(par).add(ckpt).add(run).add(sched).add(logs);
+  all.add(model).add(data).add(eval).add(optim).add(par).add(ckpt).add(health).add(run).add(sched).add(logs);
   return all;
 }
 
@@ -514,6 +536,11 @@ bool parse_train_args(const std::vector<std::string>& args, Config& cfg) {
               cfg.data_format == "megatron",
           "data-format must be auto, sg, llmc, u16, u32, megatron, h5 or npy, not '" + cfg.data_format + "'");
   require(cfg.data_vocab >= 0, "data-vocab >= 0");
+  require(cfg.hang_startup_s > 0 && cfg.hang_step_floor_s > 0 && cfg.hang_ckpt_floor_s > 0 && cfg.hang_eval_floor_s > 0 &&
+              cfg.hang_k > 0,
+          "hang-startup-s, hang-step-floor-s, hang-ckpt-floor-s, hang-eval-floor-s and hang-k must be positive");
+  require(cfg.straggler_every >= 0 && cfg.straggler_threshold > 0 && cfg.straggler_windows >= 1,
+          "straggler-every >= 0, straggler-threshold > 0 and straggler-windows >= 1");
   require(cfg.compress == "none" || cfg.compress.compare(0, 5, "topk:") == 0,
           "compress must be none or topk:RATIO (e.g. topk:0.01), not '" + cfg.compress + "'");
   if (cfg.compress != "none") {

@@ -90,6 +90,17 @@ struct Config {
   std::string ckpt_local_dir;      // node-local checkpoints + partner copies (empty: none); %h = host name
   std::string ckpt_shared_every;   // with ckpt_local_dir: the shared tier's cadence N|Nmin|auto (empty = auto)
   int64_t ckpt_local_keep = 2;     // committed local checkpoints kept per node
+  // hangs and stragglers (health/health.h, issue 38 item 4)
+  std::string health_dir;          // heartbeats, hang and straggler reports; empty: CKPT_DIR/health (none without)
+  bool hang_detect = true;         // the watchdog thread (exit 87 past a section's limit)
+  double hang_startup_s = 600;     // start-up, the first steps, the finish
+  double hang_step_floor_s = 120;  // a step's limit: max(this, hang-k x p99 of recent steps)
+  double hang_ckpt_floor_s = 600;  // the after-step hook's (checkpoint) limit floor
+  double hang_eval_floor_s = 600;  // an evaluation's limit floor
+  double hang_k = 5;               // limit = max(floor, k x p99)
+  int64_t straggler_every = 50;    // steps per straggler window (0 = off)
+  double straggler_threshold = 0.2;  // a node slower than the others' median by more than this
+  int64_t straggler_windows = 3;   // in this many consecutive windows: named
   // output
   int64_t log_every = 10;
   std::string metrics;             // JSON lines, rank 0

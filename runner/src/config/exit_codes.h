@@ -20,5 +20,10 @@ constexpr int kExitStoppedAfterCheckpoint = 85;
 // should be requeued to resume from its last checkpoint (scripts/sbatch/train.sbatch does,
 // a bounded number of times).
 constexpr int kExitCommFailure = 86;
+// The hang watchdog (health/health.h): a section (start-up, step, checkpoint, evaluation) ran
+// past its limit on this rank, usually because another rank stopped progressing; the rank
+// logged which one (and its stacks where local), wrote CKPT_DIR/health/hang and exited.
+// Nothing was saved; the launcher restarts the job in its allocation (train.sbatch).
+constexpr int kExitHang = 87;
 
 }  // namespace scaleguard::run

@@ -334,6 +334,8 @@ int Trainer::run() {
   }
   timer_->resolve();  // nothing before the first step counts in it
   while (state_.step < cfg_.steps) {
+    if (health) health->enter(Section::kStep, state_.step);
+    const double step_wall_start = now_s();
     const StepTimer::Mark step_start = timer_->begin();
     double lr = lr_at(cfg_, state_.step);
     layout_->zero_grad();
@@ -373,7 +375,9 @@ int Trainer::run() {
     // every rank stops at the same step boundary). Only the last stage's world / pp ranks
     // compute a loss.
     double agree[2] = {loss_sum / static_cast<double>(accum_), stop_signal() ? 1.0 : 0.0};
+    const double agree_start = now_s();
     MPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_DOUBLE, MPI_SUM, launch_.world_comm);
+    const double agree_s = now_s() - agree_start;  // waiting for the slowest rank: not compute
     loss = agree[0] * grid_.pp / grid_.world->size();
     bool stopping = agree[1] > 0;
     // The step's timings, resolved once (on a GPU: the step's one event synchronisation).
@@ -392,9 +396,25 @@ int Trainer::run() {
     double bubble_s = pipeline_ ? pipeline_s - busy_s / grid_.world->size() : 0;
     if (state_.step % cfg_.log_every == 0 || state_.step == cfg_.steps || stopping)
       log_step(loss, lr, step_s, comm_s, grad_norm, pipeline_s, bubble_s);
-    if (hooks.after_step) hooks.after_step(*this, stopping);
+    if (health) {
+      // The step's wall time teaches its limit; the compute seconds (less what it waited
+      // for in communication) go to the straggler check.
+      health->record(Section::kStep, now_s() - step_wall_start);
+      check_stragglers(std::max(0.0, step_s - comm_s - agree_s));
+    }
+    if (hooks.after_step) {
+      if (health) health->enter(Section::kCheckpoint, state_.step);
+      const double hook_start = now_s();
+      hooks.after_step(*this, stopping);
+      if (health) health->record(Section::kCheckpoint, now_s() - hook_start);
+    }
     // After the checkpoint: a stop signal's save is never delayed by an evaluation.
-    if (eval_micro_ > 0 && state_.step % cfg_.eval_every == 0) evaluate();
+    if (eval_micro_ > 0 && state_.step % cfg_.eval_every == 0) {
+      if (health) health->enter(Section::kEval, state_.step);
+      const double eval_start = now_s();
+      evaluate();
+      if (health) health->record(Section::kEval, now_s() - eval_start);
+    }
     if (stopping) {
       if (launch_.rank == 0)
         std::fprintf(stderr, "scaleguard-run: stop requested (signal) at step %lld of %lld: all ranks stop here\n",
@@ -418,8 +438,30 @@ int Trainer::run() {
                  static_cast<long long>(params + grads + optim + peak));
   }
   mem_guard.reset();
+  if (health) health->enter(Section::kFinish, state_.step);
   finish_run(loss);
   return kExitOk;
+}
+
+void Trainer::check_stragglers(double compute_s) {
+  const std::vector<NodeVerdict> verdicts = health->add_compute(state_.step, compute_s);
+  if (launch_.rank != 0) return;
+  const StragglerSettings& st = health->straggler();
+  for (const NodeVerdict& v : verdicts) {
+    if (v.streak < 2 && !v.named) continue;  // one slow window is noise on a shared machine
+    std::fprintf(stderr,
+                 "scaleguard-run: straggler check at step %lld: node %s computes %.2fx the other nodes' median "
+                 "(threshold %.0f%%; %d of %d windows of %ld steps)%s\n",
+                 static_cast<long long>(state_.step), v.node.c_str(), v.ratio, 100 * st.threshold, v.streak, st.windows,
+                 st.every, v.named ? ": STRAGGLER named" : "");
+    if (v.named && metrics_) {
+      std::fprintf(metrics_,
+                   "{\"straggler\":{\"step\":%lld,\"node\":\"%s\",\"ratio\":%.4f,\"windows\":%d,\"every\":%ld,"
+                   "\"threshold\":%.4g}}\n",
+                   static_cast<long long>(state_.step), v.node.c_str(), v.ratio, v.streak, st.every, st.threshold);
+      std::fflush(metrics_);
+    }
+  }
 }
 
 void Trainer::sync_tied_embedding() {

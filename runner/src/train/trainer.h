@@ -20,6 +20,7 @@
 #include "parallel/pipeline.h"
 #include "timing/step_timer.h"
 #include "train/tensorboard.h"
+#include "health/health.h"
 #include "data/tokens.h"
 
 namespace scaleguard::run {
@@ -83,6 +84,10 @@ class Trainer {
   // parameters are gathered first: then it is collective over grid().pp_group.
   std::string params_checksum() const;
   TrainHooks hooks;
+  // The hang watchdog and straggler check (health/health.h), owned by the caller; null: none.
+  // The loop enters its sections (step, checkpoint, evaluation, finish) and reports each
+  // step's time and compute seconds.
+  Health* health = nullptr;
 
  private:
   // (micro, T) inputs and targets ((micro, T) or (micro)) for micro-batch u of `step`;
@@ -100,6 +105,9 @@ class Trainer {
   // pipeline_s: the pipeline phase (slowest stage); bubble_s: a stage's mean idle time in it.
   void log_step(double loss, double lr, double step_s, double comm_s, double grad_norm, double pipeline_s,
                 double bubble_s);
+  // Every --straggler-every steps (collective): the nodes' compute times compared; rank 0
+  // logs nodes over the threshold and names a straggler (stderr, the metrics file).
+  void check_stragglers(double compute_s);
   // Tokens trained on so far: step x global-batch x seq-len.
   long long tokens_done() const { return static_cast<long long>(state_.step * cfg_.global_batch * cfg_.seq_len); }
   // The whole model's parameters by name (gathered over the pp group when pp > 1).

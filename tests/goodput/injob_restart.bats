@@ -179,11 +179,11 @@ cpu_throttle() {
 }
 
 @test "a node at half a core (CPU quota): named a straggler within 3 windows, set aside at the next restart" {
-  local pid how s0 named every=50
+  local pid how s0 named every=100
   # Steps of ~10 ms rather than ~1 ms: CFS takes the quota in 100 ms periods, so the window
   # must hold several periods' worth of steps (a node's mean is then its real speed).
   local train=(--model gpt --n-layer 2 --n-head 4 --n-embd 128 --seq-len 64 --global-batch 8 --synthetic 200000
-               --seed 7 --threads 1 --log-every 1 --steps 2000 --ckpt-every 200 --ckpt-async off)
+               --seed 7 --threads 1 --log-every 1 --steps 3000 --ckpt-every 200 --ckpt-async off)
   # Two nodes train, two are spares: after the naming, killing the other node's rank makes a
   # restart that has the spares to leave the straggler out.
   submit slow 2 --straggler-every $every --straggler-windows 3 --straggler-threshold 0.2
@@ -202,6 +202,7 @@ cpu_throttle() {
   done
   named=$(grep -m1 -o "straggler check at step [0-9]*: node gpu-st-p4d-2 .*STRAGGLER named" slow.out |
           sed 's/straggler check at step \([0-9]*\).*/\1/')
+  grep "straggler check" slow.out | sed 's/^/# /' >&3
   [ -n "$named" ] || fail "gpu-st-p4d-2 never named: $(grep straggler slow.out | tail)"
   say "straggler named at step $named, $(( (named - s0 + every - 1) / every )) windows of $every after the throttle at step $s0"
   # The window in progress at the throttle, then three slow ones.

@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
 # What a job is charged (issue 36, classes 2, 3, 7): caps and budgets judge the whole job, and
-# no sequence of updates and syncs lets it grow uncharged. Each test failed against the plugin
-# of main before the change (78148c9). The policy: configs/policy.ini with gpu-spot left
-# ungoverned (no [partition gpu-spot]), max_job_gpu_hours = 150 only warning, and budgets of
-# accounts of their own (sgb-ch-*), synced by hand; restores the cluster's policy afterwards.
+# no sequence of updates and syncs lets it grow uncharged. Each class test failed against the
+# plugin of main before the change (78148c9); the lowered-task-count test holds the ledger and
+# budget_property.py's oracle to the GPUs Slurm really allocates. The policy:
+# configs/policy.ini with gpu-spot left ungoverned (no [partition gpu-spot]), max_job_gpu_hours
+# = 150 only warning, and budgets of accounts of their own (sgb-ch-*), synced by hand; restores
+# the cluster's policy afterwards.
 
 load helpers
 load budget_helpers
@@ -123,6 +125,57 @@ user_sbatch() { as_user "$BUD_TMP" sbatch -J sg-ch -H "$@" 2>&1; }
     "$SCALEGUARD_DEV_DIR/log/slurmctld.log"
   assert_success
   scancel --name=sg-ch
+}
+
+@test "a lowered task count: the ledger holds, and the property oracle counts, what Slurm then allocates" {
+  # Soak SEED=703725473 on 25.11.7 reported a budget over by its oracle: NumNodes=2 of a
+  # -n16 --gpus-per-task=1 --gpus-per-node=4 job set NumTasks=8, and 25.11 validates the GRES
+  # again with the new count (8 GPUs shown, allocated 8); the oracle kept the largest NumTasks
+  # it had seen (16, 22.05's rule: 22.05 keeps the GRES it validated) and counted 16 GPU-hours.
+  # The plugin (its record only grows: 16) and the ledger (what Slurm holds: 8) were right.
+  # The same mechanism with an explicit NumTasks, a shape both releases run: -N2 -n16
+  # --gpus-per-task=1 lowered to NumTasks=4 gets 16 GPUs on 22.05.8, 4 on 25.11.7.
+  scancel --name=sg-ch; wait_no_running_jobs
+  run user_sbatch -A sgb-ch-warn --parsable -p gpu-od -N2 -n16 --gpus-per-task=1 -t 60 --wrap 'sleep 600'
+  assert_success
+  local id oracle record ledger alloc i
+  id=$(parsed_job_id)
+  # The oracle of tests/slurm/property (as budget_property.py counts a job) sees the job
+  # before and after the user's update, as it does in a run.
+  run python3 - "$BATS_TEST_DIRNAME/property" "$id" "$SCALEGUARD_TEST_USER" "$BUD_TMP" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import budget_property as bp
+import envelope_property as ep
+job, user, workdir = sys.argv[2], sys.argv[3], sys.argv[4]
+run = ep.Runner(user, workdir)
+cluster, state = ep.Cluster(run), bp.State()
+bp.all_records(run, state, cluster)
+rc, out, err = run(["scontrol", "update", f"JobId={job}", "NumTasks=4"])
+if rc:
+    sys.exit(f"update refused: {err}{out}")
+recs = [r for r in bp.all_records(run, state, cluster) if r.get("JobId") == job]
+print(f"{bp.held_gpu_hours(recs, cluster)[0]:g}")
+PY
+  assert_success
+  oracle=$output
+  record=$(job_comment "$id" | sed -n 's/.*\[sg=\([^;]*\);.*/\1/p')
+  [ -n "$record" ] || fail "job $id carries no scaleguard record"
+  sync_ledger
+  ledger=$(jq -r --arg r "$record" '.jobs[$r]' "$BUD_LEDGER")
+  # What Slurm grants: the job released on the idle cluster, its allocated GPUs x 1 h.
+  scontrol release "$id"
+  for ((i = 0; i < 300; i++)); do
+    [ "$(squeue -h -j "$id" -o %T)" = RUNNING ] && break
+    sleep 0.2
+  done
+  alloc=$(squeue -h -j "$id" -O tres-alloc:0 | sed -n 's/.*gres\/gpu=\([0-9]*\).*/\1/p')
+  scancel "$id"
+  [ -n "$alloc" ] || fail "job $id did not start: $(squeue -h -j "$id" -o '%T %r')"
+  echo "# $(scontrol --version): allocated $alloc GPUs; ledger $ledger, oracle $oracle GPU-hours" >&3
+  awk -v l="$ledger" -v a="$alloc" 'BEGIN { exit !(l + 1e-9 >= a) }' ||
+    fail "the ledger holds $ledger GPU-hours for job $id, Slurm allocated $alloc GPUs x 1 h"
+  assert_close "$oracle" "$alloc" "the oracle's GPU-hours for job $id (allocated $alloc GPUs x 1 h)"
 }
 
 @test "the sync refuses a ledger directory others may write (a user could block or delete the ledger)" {

@@ -161,8 +161,8 @@ def add_account(shape, account):
 
 class State:
     """What the run knows about its jobs: history lines per job (for violation reports), the
-    largest NumTasks each record showed (22.05 keeps the GRES it validated, see
-    envelope_property.keep_validated_tasks)."""
+    largest NumTasks each record showed (used where Slurm keeps the GRES it validated when
+    NumTasks is lowered, 22.05; see envelope_property.keep_validated_tasks)."""
 
     def __init__(self):
         self.history = {}      # job id -> [command lines]
@@ -173,11 +173,16 @@ class State:
         self.history.setdefault(str(job_id), []).append(line)
 
 
-def all_records(run, state):
+def all_records(run, state, cluster):
     rc, out, err = run(EPOCH + ["scontrol", "show", "job", "-d"], as_user=False)
     if rc and "No jobs in the system" not in (err + out):
         raise RuntimeError(f"scontrol show job: {err}")
     recs = ep.parse_records(out)
+    if not cluster.keeps_validated_gres:
+        # 23.11+ validate the GRES again when the task count changes (keeps_validated_gres):
+        # a lowered NumTasks is what Slurm grants by. Counting the largest one seen there
+        # reported jobs Slurm runs with 8 GPUs at 16 (SEED=703725473 on 25.11.7).
+        return recs
     for r in recs:  # keep_validated_tasks over the whole run
         jid, n = r.get("JobId"), r.get("NumTasks")
         if jid and n and n.isdigit():
@@ -266,7 +271,7 @@ class Prop:
 
     # what a step can name
     def user_jobs(self):
-        recs = all_records(self.run, self.state)
+        recs = all_records(self.run, self.state, self.cluster)
         return recs, live_jobs(recs, self.accounts, self.args.user)
 
     def pick(self, step, jobs, want=None):

@@ -236,6 +236,7 @@ class Cluster:
                 "max_time": parse_time_min(f.get("MaxTime")),
                 "default_time": parse_time_min(f.get("DefaultTime")),
                 "default": f.get("Default") == "YES"}
+        self.keeps_validated_gres = keeps_validated_gres(run)
 
     def describe(self):
         return ", ".join(f"{p}: {len(v['nodes'])} nodes, MaxTime={v['max_time']}"
@@ -891,10 +892,26 @@ def judge(shape, records, run, cluster, args, stats, kind, extra=""):
     return gh
 
 
-def keep_validated_tasks(records, before):
-    """Slurm 22.05 keeps the GRES it validated when an update lowers NumTasks (23.02 added
-    TASKS_CHANGED, which revalidates): a held -N2 -n16 --gpus-per-task=1 job updated to
-    NumTasks=4 was allocated 16 GPUs. So each record keeps the largest NumTasks it has shown."""
+def keeps_validated_gres(run):
+    """Whether this Slurm keeps the GRES it validated when an update lowers NumTasks.
+    22.05 does: a held -N2 -n16 --gpus-per-task=1 job updated to NumTasks=4 shows NumTasks=4
+    and TRES=...,gres/gpu=16, and was allocated 16 GPUs (22.05.8). 23.11 through 25.11 do not:
+    an update that changes the task count (NumTasks=, or NumNodes= of a --ntasks-per-node job,
+    which sets it to nodes x per node) sets TASKS_CHANGED, and _update_job validates the GRES
+    again with the new count: the same job then shows ReqTRES=...,gres/gpu=4 and was allocated
+    4 GPUs (25.11.7; tests/slurm/budget_charges.bats). 23.02 was not checked: counted the
+    22.05 way, which can only count more."""
+    rc, out, _ = run(["scontrol", "--version"], as_user=False)
+    m = re.search(r"(\d+)\.(\d+)", out or "")
+    return rc != 0 or not m or (int(m.group(1)), int(m.group(2))) < (23, 11)
+
+
+def keep_validated_tasks(records, before, cluster):
+    """Where Slurm keeps the GRES it validated when an update lowers NumTasks
+    (keeps_validated_gres: 22.05), each record keeps the largest NumTasks it has shown; where
+    it validates them again (23.11+), NumTasks is what Slurm grants by, as shown."""
+    if not cluster.keeps_validated_gres:
+        return records
     old = {r.get("JobId"): r.get("NumTasks") for r in before}
     for r in records:
         try:
@@ -950,7 +967,7 @@ def one_shape(shape, run, cluster, args, stats):
             continue
         stats.add("updates_accepted")
         shape.applied.append(run.show(argv))
-        records = keep_validated_tasks(job_records(run, job_id), shape.records)
+        records = keep_validated_tasks(job_records(run, job_id), shape.records, cluster)
         shape.envelope = judge(shape, records, run, cluster, args, stats,
                                "update:" + "+".join(f.split("=")[0] for f in upd),
                                f"   # job id {job_id}, then:\n      {run.show(argv)}")

@@ -444,12 +444,46 @@ Decision with_twin(const JobRequest& job, const Policy& policy, Decision d) {
   return d;
 }
 
-// One partition, or each of a comma list: a job may start in any partition listed, so it is
-// kept only in those that accept it (the list is rewritten) and bounded by the tightest.
-Decision decide_list(const JobRequest& job, const Policy& policy) {
-  std::vector<std::string> names;
+// The partitions a job is judged in, as one list: those it asks for (its --partition list as
+// written, empty names skipped; none: the policy's default), then the Alternate= partitions
+// Slurm may move it to (JobRequest::alternate_partitions): judged like the others, never written
+// back. `text`: the list as messages name it.
+struct PartitionList {
+  std::vector<std::string> asked;
+  std::vector<std::string> alternates;  // none of them asked for, each once
+  std::string text;
+};
+
+PartitionList partition_list(const JobRequest& job, const Policy& policy) {
+  PartitionList l;
   for (auto& n : text::split(job.partition, ','))
-    if (!n.empty()) names.push_back(n);
+    if (!n.empty()) l.asked.push_back(n);
+  l.text = job.partition;
+  if (job.alternate_partitions.empty()) return l;
+  std::vector<std::string> asked = l.asked;
+  if (asked.empty()) {
+    const Partition* def = policy.default_partition();
+    if (!def) return l;
+    asked.push_back(def->name);
+  }
+  std::vector<std::string> alternates;
+  for (const auto& alt : job.alternate_partitions)
+    if (!alt.empty() && std::find(asked.begin(), asked.end(), alt) == asked.end() &&
+        std::find(alternates.begin(), alternates.end(), alt) == alternates.end())
+      alternates.push_back(alt);
+  if (alternates.empty()) return l;
+  l.asked = std::move(asked), l.alternates = std::move(alternates);
+  std::vector<std::string> all = l.asked;
+  all.insert(all.end(), l.alternates.begin(), l.alternates.end());
+  l.text = text::join(all, ",");
+  return l;
+}
+
+// One partition, or each of a list: a job may start in any partition listed, so it is kept
+// only in those that accept it (the list is rewritten) and bounded by the tightest. `*written`:
+// the partitions the decision's rewrite names (those kept, or the one it moves the job to).
+Decision decide_list(const JobRequest& job, const Policy& policy, const std::vector<std::string>& names,
+                     const std::string& listed, std::vector<std::string>* written) {
   if (names.size() > 32)
     return reject_input("--partition", Error{"more than 32 partitions listed", "", 0, "", "list at most 32"});
   if (names.empty()) {
@@ -490,52 +524,41 @@ Decision decide_list(const JobRequest& job, const Policy& policy) {
     }
     merge_partition(*first, d, name);
   }
-  if (!first && !first_refusal) return not_governed(job.partition);
+  if (!first && !first_refusal) return not_governed(listed);
   if (kept.empty()) {
     Decision d = *first_refusal;
-    d.message = "scaleguard: refused in every partition listed (" + job.partition + ")." + refusals;
+    d.message = "scaleguard: refused in every partition listed (" + listed + ")." + refusals;
     return d;
   }
-  Decision d = first ? *first : not_governed(job.partition);
+  Decision d = first ? *first : not_governed(listed);
   if (!first) {  // only ungoverned partitions accept: keep the refusal's numbers for the record
     d.governed = true, d.envelope = first_refusal->envelope, d.shadow = first_refusal->shadow;
   }
+  if (d.rewrite.partition) *written = {*d.rewrite.partition};  // moved to a twin
   if (!refused.empty()) {
-    std::string list;
-    for (const auto& k : kept) list += (list.empty() ? "" : ",") + k;
+    const std::string list = text::join(kept, ",");
     d.rewrite.partition = list;
     d.action = Action::rewrite;
     d.message += " Partition list rewritten to " + list + " (refused elsewhere)." + refusals;
+    *written = std::move(kept);
   }
   return d;
 }
 
-// With Alternate= partitions: the job is judged as the list of those asked for (or the default)
-// and their alternates. An alternate that refuses refuses the job: Slurm moves it there while the
-// partition asked for is drained, which no partition list written back prevents. The list written
-// back holds the partitions asked for that were kept, never the alternates (Slurm reaches them).
+// With Alternate= partitions: the job is judged as one list, the partitions asked for (or the
+// default) and their alternates. An alternate that refuses refuses the job: Slurm moves it there
+// while the partition asked for is drained, which no partition list written back prevents. The
+// list written back holds the partitions asked for that were kept, never the alternates (Slurm
+// reaches them).
 Decision decide_impl(const JobRequest& job, const Policy& policy) {
-  if (job.alternate_partitions.empty()) return decide_list(job, policy);
-  std::vector<std::string> asked;
-  for (auto& n : text::split(job.partition, ','))
-    if (!n.empty()) asked.push_back(n);
-  if (asked.empty()) {
-    const Partition* def = policy.default_partition();
-    if (!def) return decide_list(job, policy);
-    asked.push_back(def->name);
-  }
-  std::vector<std::string> all = asked, added;
-  for (const auto& alt : job.alternate_partitions)
-    if (!alt.empty() && std::find(all.begin(), all.end(), alt) == all.end()) all.push_back(alt), added.push_back(alt);
-  if (added.empty()) return decide_list(job, policy);
-  JobRequest listed = job;
-  listed.partition = text::join(all, ",");
-  Decision d = decide_list(listed, policy);
-  if (d.action == Action::reject || !d.rewrite.partition) return d;
-  const std::vector<std::string> kept = text::split(*d.rewrite.partition, ',');
+  const PartitionList list = partition_list(job, policy);
+  std::vector<std::string> names = list.asked, kept;
+  names.insert(names.end(), list.alternates.begin(), list.alternates.end());
+  Decision d = decide_list(job, policy, names, list.text, &kept);
+  if (list.alternates.empty() || d.action == Action::reject || !d.rewrite.partition) return d;
   auto in_kept = [&](const std::string& n) { return std::find(kept.begin(), kept.end(), n) != kept.end(); };
   std::vector<std::string> refused, kept_asked;
-  for (const auto& alt : added)
+  for (const auto& alt : list.alternates)
     if (!in_kept(alt)) refused.push_back(alt);
   if (!refused.empty()) {
     d.action = Action::reject;
@@ -544,16 +567,16 @@ Decision decide_impl(const JobRequest& job, const Policy& policy) {
                 " while its partition is drained, and it is refused there." + d.message;
     return d;
   }
-  for (const auto& n : asked)
+  for (const auto& n : list.asked)
     if (in_kept(n)) kept_asked.push_back(n);
   if (kept_asked.empty()) {  // only alternates accept: Slurm reaches them only from a refusing partition
     d.action = Action::reject;
-    d.summary = "scaleguard: reject: refused in " + text::join(asked, ",");
-    d.message = "scaleguard: reject: refused in every partition asked for (" + text::join(asked, ",") + ")." + d.message;
+    d.summary = "scaleguard: reject: refused in " + text::join(list.asked, ",");
+    d.message = "scaleguard: reject: refused in every partition asked for (" + text::join(list.asked, ",") + ")." + d.message;
     return d;
   }
   // The job named no partition (the default was kept), or every one it named was kept.
-  if (job.partition.empty() || kept_asked.size() == asked.size()) d.rewrite.partition.reset();
+  if (job.partition.empty() || kept_asked.size() == list.asked.size()) d.rewrite.partition.reset();
   else d.rewrite.partition = text::join(kept_asked, ",");
   return d;
 }

@@ -15,12 +15,12 @@
 #include "budget.h"
 #include "measurements.h"
 #include "metrics.h"
+#include "partitions.h"
 #include "policy.h"
 #include "prep.h"
 #include "record.h"
 #include "request.h"
 #include "scaleguard/build_info.h"
-#include "scaleguard/text.h"
 #include "settings.h"
 #include "slurm_api.h"
 #include "slurm_shim.h"
@@ -75,50 +75,6 @@ scaleguard::Decision input_refusal(const std::string& message) {
   return d;
 }
 
-// A submission with GPUs but no judgement would bypass the policy: refuse on any failure.
-// --reservation without --partition (issue 25, class 10): slurmctld takes the reservation's
-// partition after job_submit (job_mgr.c, _get_job_parts), which a plugin cannot see. The job is
-// judged as a list of every governed partition Slurm has: whichever it picks, that partition's
-// rules held, and one that refuses is left out of the list the job is rewritten to.
-bool judge_in_every_partition(const job_desc_msg_t& job, const scaleguard::Policy& policy,
-                              scaleguard::JobRequest* request) {
-  if (!request->partition.empty() || !job.reservation || !*job.reservation) return false;
-  std::vector<std::string> names;
-  for (const auto& p : policy.partitions) {
-    std::string name = p.name;  // find_part_record takes a char*, and does not keep it
-    if (find_part_record && !find_part_record(name.data())) continue;  // not in this cluster
-    if (names.size() == 32) break;  // decide()'s bound on a partition list
-    names.push_back(p.name);
-  }
-  if (names.empty()) return false;
-  request->partition = scaleguard::text::join(names, ",");
-  return true;
-}
-
-// Partitions' Alternate= (issue 25, class 10): while a partition is drained or inactive,
-// slurmctld sends a job submitted to it to its alternate, and on along the chain
-// (job_mgr.c, _alt_part_test), after job_submit. The chain of the partitions asked for (the
-// default partition for a job that names none) goes into the request; decide() judges it.
-void add_alternates(const scaleguard::Policy& policy, scaleguard::JobRequest* request) {
-  request->alternate_partitions.clear();
-  if (!find_part_record) return;
-  std::vector<std::string> names;
-  for (auto& n : scaleguard::text::split(request->partition, ','))
-    if (!n.empty()) names.push_back(n);
-  if (names.empty()) {
-    const scaleguard::Partition* def = policy.default_partition();
-    if (!def) return;
-    names.push_back(def->name);
-  }
-  for (size_t i = 0; i < names.size() && names.size() <= 32; ++i) {
-    std::string name = names[i];  // find_part_record takes a char*, and does not keep it
-    const char* alternate = sg_shim::partition_alternate(find_part_record(name.data()));
-    const std::string alt(alternate, strnlen(alternate, 256));
-    if (alt.empty() || std::find(names.begin(), names.end(), alt) != names.end()) continue;
-    names.push_back(alt), request->alternate_partitions.push_back(alt);
-  }
-}
-
 // No policy could be loaded since slurmctld started (PolicyHolder): jobs in the partitions the
 // file governs are refused, others pass untouched.
 int judge_without_policy(const job_desc_msg_t& job, char** err_msg) {
@@ -129,6 +85,7 @@ int judge_without_policy(const job_desc_msg_t& job, char** err_msg) {
   return sg_slurm::kRefused;
 }
 
+// A submission with GPUs but no judgement would bypass the policy: refuse on any failure.
 int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   auto policy = g_policy ? g_policy->current() : nullptr;
   if (!policy) return judge_without_policy(*job, err_msg);
@@ -139,8 +96,9 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
   entry.uid = sg_shim::user_id(*job, submit_uid);
   entry.partition = job->partition ? sg_slurm::one_line(job->partition, 256) : "";
   scaleguard::JobRequest request;
+  std::vector<std::string> asked;
   sg_slurm::RequestError error{};
-  if (!sg_slurm::read_request(*job, submit_uid, *policy, &request, &error)) {
+  if (!sg_slurm::read_request(*job, submit_uid, *policy, &request, &error, &asked)) {
     auto d = input_refusal(error.message);
     entry.decision = &d, entry.message = error.message;
     sg_slurm::record_decision(*policy, entry);
@@ -148,8 +106,10 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
     return error.code;
   }
   entry.array_tasks = std::max(1, request.array_tasks);
-  const bool via_reservation = judge_in_every_partition(*job, *policy, &request);
-  add_alternates(*policy, &request);
+  // The partitions judged (partitions.h): those asked for, or every governed one for
+  // --reservation without --partition, and their Alternate= chain, one list into decide().
+  const auto partitions = sg_slurm::submission_partitions(*job, *policy, std::move(asked));
+  sg_slurm::into_request(partitions, &request);
   if (request.het_component > 0 && (t_het.uid != entry.uid || t_het.next != request.het_component)) {
     auto d = input_refusal("scaleguard: het job component " + std::to_string(request.het_component) +
                            " arrived without the components before it; submit the het job again");
@@ -176,7 +136,7 @@ int judge(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
       t_het.budget_tickets.push_back(budget.ticket);
     }
   }
-  if (via_reservation && decision.action != Action::accept)
+  if (partitions.every_governed && decision.action != Action::accept)
     decision.message = "scaleguard: --reservation without --partition: Slurm picks the reservation's partition "
                        "after this check, so the job was judged in every partition (" + request.partition +
                        "); name one with --partition. " + decision.message;
@@ -368,8 +328,10 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     return sg_slurm::kRefused;
   };
   scaleguard::JobRequest change;
+  std::vector<std::string> moved_to;  // the update's partitions, each once; none: the job's stay
   sg_slurm::RequestError error{};
-  if (!sg_slurm::read_request(*update, uid, *policy, &change, &error)) return refuse(input_refusal(error.message));
+  if (!sg_slurm::read_request(*update, uid, *policy, &change, &error, &moved_to))
+    return refuse(input_refusal(error.message));
 
   char** slot = sg_shim::admin_comment_slot(job_ptr);
   if (!slot) return refuse(input_refusal("scaleguard: this Slurm's job record is not one the plugin can read; "
@@ -386,8 +348,7 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
     // Judged in no governed partition at submission: it stays ungoverned unless the update
     // moves it into a governed partition.
     bool into_governed = false;
-    for (const auto& name : scaleguard::text::split(change.partition, ','))
-      into_governed |= !name.empty() && policy->find_partition(name) != nullptr;
+    for (const auto& name : moved_to) into_governed |= policy->find_partition(name) != nullptr;
     if (!into_governed) return SLURM_SUCCESS;
     return refuse(input_refusal("scaleguard: job " + job + " was not judged at submission; moving it into partition " +
                                 change.partition + " needs a new submission there"));
@@ -403,7 +364,10 @@ int judge_update(job_desc_msg_t* update, job_record_t* job_ptr, uint32_t uid, ch
   const bool requeue_off = update->requeue == 0;  // scontrol update Requeue=0
   if (requeue_off) request.requeue = false;
   request.user = "uid " + std::to_string(uid);
-  add_alternates(*policy, &request);  // of the partitions the job has after the update
+  // The Alternate= chain of the partitions the job has after the update (the record keeps
+  // those asked for, so the chain is the one the partitions have now).
+  request.alternate_partitions =
+      sg_slurm::alternates_of(*policy, moved_to.empty() ? sg_slurm::listed_partitions(judged->partition) : moved_to);
   sg_slurm::attach_measurements(*policy, uid, &request);
   auto decision = scaleguard::decide(request, *policy);
   entry.decision = &decision;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "scaleguard/envelope.h"
 #include "scaleguard/text.h"
@@ -249,7 +251,8 @@ void derive_gpus(JobRequest* r, bool update) {
 }
 
 bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
-                  const scaleguard::Policy& policy, JobRequest* out, RequestError* error) {
+                  const scaleguard::Policy& policy, JobRequest* out, RequestError* error,
+                  std::vector<std::string>* partitions) {
   JobRequest r;
   const auto& shared = policy.shared_gres;
   if (!read_gpu_field(job.tres_per_job, "--gpus", shared, &r.gpus_total, &r.gpu_type, error) ||
@@ -290,6 +293,7 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
     r.checkpoint_signal_s = job.warn_time;
   // The whole list, each partition once (issue 36, class 7): a cut list let a governed name
   // past the cut escape its rules. One too long to read whole is refused.
+  std::vector<std::string> listed;
   if (job.partition && *job.partition) {
     const size_t len = strnlen(job.partition, scaleguard::kMaxPartitionList + 1);
     auto names = scaleguard::partition_names(std::string(job.partition, len));
@@ -298,6 +302,7 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
       return false;
     }
     r.partition = scaleguard::text::join(*names, ",");
+    listed = std::move(*names);
   }
   r.user = "uid " + std::to_string(sg_shim::user_id(job, submit_uid));
   if (!read_intent(job, policy, &r, error)) return false;
@@ -305,6 +310,7 @@ bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
   if (r.ntasks_per_gpu > 0 && gpu_named(job)) r.ntasks_per_gpu = 0;  // then it derives no GPUs
   derive_gpus(&r, false);
   *out = std::move(r);
+  if (partitions) *partitions = std::move(listed);
   return true;
 }
 

@@ -4,6 +4,8 @@
 // forged spank env entries are read like real ones (the controller judges what it receives).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "scaleguard/decide.h"
 #include "scaleguard/policy.h"
@@ -21,10 +23,12 @@ struct RequestError {
 };
 
 // Reads `job` (a submission, or the changed fields of an update: unset ones stay 0/empty).
-// On success `*out` holds the request; otherwise the error to return to the user.
+// On success `*out` holds the request and `*partitions` (when given) the --partition list,
+// each name once, in order (`out->partition` is it comma-joined; partitions.h takes it on);
+// otherwise the error to return to the user.
 bool read_request(const job_desc_msg_t& job, uint32_t submit_uid,
                   const scaleguard::Policy& policy, scaleguard::JobRequest* out,
-                  RequestError* error);
+                  RequestError* error, std::vector<std::string>* partitions = nullptr);
 
 // GPUs Slurm derives after job_submit from --ntasks-per-gpu (ntasks_per_tres) when no TRES
 // field asks for a GPU: r->ntasks_per_gpu is kept only then, and r->gpus_total becomes what

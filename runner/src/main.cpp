@@ -23,9 +23,9 @@
 #include "data/tokens.h"
 #include "train/trainer.h"
 #include "checkpoint/weights.h"
+#include "generate/sample.h"
 #include "scaleguard/tokenizer_module.h"
 
-#include "generate/sample.h"
 namespace po = boost::program_options;
 using namespace scaleguard::run;
 

@@ -2,8 +2,11 @@
 // decide() + what job_submit/scaleguard does for metrics around it (metrics.cpp: the call's
 // two clock reads and latency observation, partition_label, DecisionMetrics::count). Rounds
 // alternate the two loops so a loaded machine slows both alike; the ratio printed is the
-// median of the rounds' ratios.
+// median of the rounds' ratios, of wall time and of the thread's CPU time
+// (CLOCK_THREAD_CPUTIME_ID: not the time spent waiting for a core on a loaded machine).
 //   bench_metrics [ROUNDS=41] [ITERATIONS=20000]
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +26,12 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+double cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
 struct Case {
@@ -48,15 +57,18 @@ int main(int argc, char** argv) {
   pm::calibrate_clock();   // as job_submit/scaleguard's start_metrics()
   pm::DecisionMetrics metrics;
   using clock = std::chrono::steady_clock;
-  std::printf("%-36s %14s %18s %8s\n", "request", "decide (ns)", "+ metrics (ns)", "ratio");
+  std::printf("%-36s %12s %16s %7s %12s %16s %7s\n", "request", "decide (ns)", "+ metrics (ns)", "ratio",
+              "decide cpu", "+ metrics cpu", "ratio");
   for (auto& c : cases) {
     const Policy& p = **policy;
-    std::vector<double> alone, with, ratios;
+    std::vector<double> alone, with, ratios, alone_cpu, with_cpu, ratios_cpu;
     volatile double sink = 0;
     for (int r = 0; r < rounds; ++r) {
+      const double c0 = cpu_ns();
       auto t0 = clock::now();
       for (int i = 0; i < iterations; ++i) sink = sink + decide(c.request, p).granted_gpu_hours;
       auto t1 = clock::now();
+      const double c1 = cpu_ns();
       for (int i = 0; i < iterations; ++i) {
         const std::uint64_t start = pm::monotonic_ns();   // TimedCall
         const Decision d = decide(c.request, p);
@@ -65,12 +77,16 @@ int main(int argc, char** argv) {
         metrics.observe_ns(pm::Event::submit, pm::monotonic_ns() - start);   // ~TimedCall
       }
       auto t2 = clock::now();
+      const double c2 = cpu_ns();
       const double a = std::chrono::duration<double, std::nano>(t1 - t0).count() / iterations;
       const double b = std::chrono::duration<double, std::nano>(t2 - t1).count() / iterations;
       if (r == 0) continue;   // warm-up
       alone.push_back(a), with.push_back(b), ratios.push_back(b / a);
+      const double ac = (c1 - c0) / iterations, bc = (c2 - c1) / iterations;
+      alone_cpu.push_back(ac), with_cpu.push_back(bc), ratios_cpu.push_back(bc / ac);
     }
-    std::printf("%-36s %14.0f %18.0f %8.3f\n", c.name, median(alone), median(with), median(ratios));
+    std::printf("%-36s %12.0f %16.0f %7.3f %12.0f %16.0f %7.3f\n", c.name, median(alone), median(with),
+                median(ratios), median(alone_cpu), median(with_cpu), median(ratios_cpu));
   }
   return 0;
 }

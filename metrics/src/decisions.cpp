@@ -3,10 +3,14 @@
 #include <x86intrin.h>
 #endif
 
+#include <sched.h>
+
 #include <cstdio>
+#include <cstring>
 
 #include <algorithm>
-#include <functional>
+#include <iterator>
+#include <mutex>
 #include <string_view>
 #include <tuple>
 
@@ -18,22 +22,57 @@ namespace {
 constexpr std::size_t kSlots = 8192;   // a power of two, > 2 x (kMaxSeries + overflow series)
 const char* const kEvents[] = {"submit", "update"};
 
-std::uint64_t hash_of(const std::string& s) { return std::hash<std::string_view>{}(s); }
+// Label strings are short (partition names, rule ids): fixed-size loads the compiler inlines
+// (a memcpy of a variable length is a call: it made hashing most of count()), 8 bytes a multiply.
+inline std::uint64_t load8(const char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+inline std::uint64_t load4(const char* p) {
+  std::uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+std::uint64_t hash_of(std::string_view s) {
+  constexpr std::uint64_t k = 0x9e3779b97f4a7c15ull;
+  const char* p = s.data();
+  const std::size_t n = s.size();
+  std::uint64_t h = (n + 1) * k;
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) h = (h ^ load8(p + i)) * k, h ^= h >> 29;
+    h = (h ^ load8(p + n - 8)) * k;   // the last 8 bytes (overlapping the step before)
+  } else if (n >= 4) {
+    h = (h ^ (load4(p) | load4(p + n - 4) << 32)) * k;
+  } else if (n > 0) {
+    const auto b = [p](std::size_t i) { return static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])); };
+    h = (h ^ (b(0) | b(n / 2) << 8 | b(n - 1) << 16)) * k;
+  }
+  return h ^ (h >> 32);
+}
+
+// latency_bounds() in nanoseconds.
+constexpr std::uint64_t kBoundsNs[] = {5000,     10000,    25000,    50000,     100000,    250000,    500000,    1000000,
+                                       2500000,  5000000,  10000000, 25000000,  100000000, 250000000, 1000000000};
 
 }  // namespace
 
-std::string partition_label(const Policy& policy, const std::string& requested, const Decision& d) {
-  if (d.rewrite.partition && policy.find_partition(*d.rewrite.partition)) return *d.rewrite.partition;
+std::string_view partition_label(const Policy& policy, const std::string& requested, const Decision& d) {
+  if (d.rewrite.partition) {
+    if (const Partition* p = policy.find_partition(*d.rewrite.partition)) return p->name;
+  }
   if (requested.empty()) {
     const Partition* def = policy.default_partition();
-    return def ? def->name : "other";
+    return def ? std::string_view(def->name) : "other";
   }
-  if (requested.find(',') == std::string::npos) return policy.find_partition(requested) ? requested : "other";
+  if (requested.find(',') == std::string::npos) {
+    const Partition* p = policy.find_partition(requested);
+    return p ? std::string_view(p->name) : "other";
+  }
   std::size_t start = 0;
   while (start <= requested.size()) {
     const std::size_t end = std::min(requested.find(',', start), requested.size());
-    const std::string name = requested.substr(start, end - start);
-    if (policy.find_partition(name)) return name;
+    if (const Partition* p = policy.find_partition(requested.substr(start, end - start))) return p->name;
     start = end + 1;
   }
   return "other";
@@ -88,23 +127,40 @@ std::uint64_t monotonic_ns() {
 }
 
 const std::vector<double>& DecisionMetrics::latency_bounds() {
-  static const std::vector<double> b = {5e-6,  1e-5,  2.5e-5, 5e-5,  1e-4, 2.5e-4, 5e-4, 1e-3,
-                                        2.5e-3, 5e-3, 1e-2,   2.5e-2, 0.1,  0.25,   1};
+  static const std::vector<double> b = [] {
+    std::vector<double> v;
+    for (const std::uint64_t ns : kBoundsNs) v.push_back(static_cast<double>(ns) / 1e9);   // 5e-06, 1e-05, ...
+    return v;
+  }();
   return b;
+}
+
+void DecisionMetrics::SpinLock::wait() noexcept {
+  for (unsigned spins = 0;; ++spins) {
+    if (!taken_.load(std::memory_order_relaxed) && !taken_.exchange(true, std::memory_order_acquire)) return;
+    if (spins < 64) {
+#if defined(__x86_64__)
+      _mm_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    } else {
+      sched_yield();   // the holder may have lost its CPU: more threads than cores in slurmctld
+    }
+  }
 }
 
 DecisionMetrics::DecisionMetrics() : slots_(kSlots, 0) {
   series_.reserve(kMaxSeries + 64);
-  hashes_.reserve(kMaxSeries + 64);
-  static_assert(kBuckets == 16, "latency_bounds() has 15 bounds");
+  static_assert(kBuckets == std::size(kBoundsNs) + 1, "a bucket per bound and +Inf");
 }
 
-DecisionMetrics::Series& DecisionMetrics::find_locked(std::uint64_t hash, const std::string& partition,
-                                                      const std::string& rule, std::uint8_t event,
+DecisionMetrics::Series& DecisionMetrics::find_locked(std::uint64_t hash, std::string_view partition,
+                                                      std::string_view rule, std::uint8_t event,
                                                       std::uint8_t outcome, bool shadow) {
   hash ^= (static_cast<std::uint64_t>(event) << 1 | static_cast<std::uint64_t>(outcome) << 3 | (shadow ? 1u : 0u)) *
           0x9e3779b97f4a7c15ull;
-  for (std::size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+  for (std::size_t i = (hash ^ hash >> 21) & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
     const std::uint32_t at = slots_[i];
     if (at == 0) {
       // A new label set; past the bound, the same counts go to partition "overflow" (at most
@@ -113,45 +169,41 @@ DecisionMetrics::Series& DecisionMetrics::find_locked(std::uint64_t hash, const 
       if (series_.size() >= kMaxSeries && !overflow)
         return find_locked(hash_of("overflow") * 31 + (rule.empty() ? 0 : hash_of("overflow")), "overflow",
                            rule.empty() ? "" : "overflow", event, outcome, shadow);
-      series_.push_back(Series{partition, rule, event, outcome, shadow});
-      hashes_.push_back(hash);
+      series_.push_back(Series{std::string(partition), std::string(rule), event, outcome, shadow, hash, {}});
       slots_[i] = static_cast<std::uint32_t>(series_.size());
       return series_.back();
     }
     Series& s = series_[at - 1];
-    if (hashes_[at - 1] == hash && s.event == event && s.outcome == outcome && s.shadow == shadow &&
-        s.partition == partition && s.rule == rule)
+    if (s.hash == hash && s.event == event && s.outcome == outcome && s.shadow == shadow && s.partition == partition &&
+        s.rule == rule)
       return s;
   }
 }
 
-void DecisionMetrics::count(const Decision& d, const std::string& partition, Event event) {
+void DecisionMetrics::count(const Decision& d, std::string_view partition, Event event) {
   const bool reject = d.action == Action::reject;
   const double asked = d.envelope.gpu_hours() * 3600;   // as the audit line's judged_gpu_hours
   const double granted = reject ? 0 : d.granted_gpu_hours * 3600;
+  const double avoided = asked > granted ? asked - granted : 0;
   const std::uint64_t ph = hash_of(partition) * 31;
   const auto e = static_cast<std::uint8_t>(event);
-  std::lock_guard<std::mutex> lock(mutex_);
-  Series& s = find_locked(ph, partition, "", e, static_cast<std::uint8_t>(d.action), d.shadow);
-  s.count += 1;
-  s.asked += asked;
-  s.granted += granted;
-  s.avoided += asked > granted ? asked - granted : 0;
+  std::lock_guard<SpinLock> lock(lock_);
+  Numbers& n = find_locked(ph, partition, {}, e, static_cast<std::uint8_t>(d.action), d.shadow).n;
+  n.count += 1;
+  n.asked += asked;
+  n.granted += granted;
+  n.avoided += avoided;
   for (const auto& r : d.rules)
-    find_locked(ph + hash_of(r.id), partition, r.id, e, static_cast<std::uint8_t>(r.action), d.shadow).count += 1;
+    find_locked(ph + hash_of(r.id), partition, r.id, e, static_cast<std::uint8_t>(r.action), d.shadow).n.count += 1;
 }
 
 void DecisionMetrics::observe_ns(Event event, std::uint64_t ns) {
-  static const auto bounds_ns = [] {
-    std::array<std::uint64_t, kBuckets - 1> b{};
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint64_t>(latency_bounds()[i] * 1e9 + 0.5);
-    return b;
-  }();
   std::size_t i = 0;
-  while (i < bounds_ns.size() && ns > bounds_ns[i]) ++i;
+  while (i < std::size(kBoundsNs) && ns > kBoundsNs[i]) ++i;
   Latency& l = latency_[static_cast<std::size_t>(event)];
-  l.counts[i].fetch_add(1, std::memory_order_relaxed);
-  l.sum_ns.fetch_add(ns, std::memory_order_relaxed);
+  std::lock_guard<SpinLock> lock(lock_);
+  l.counts[i] += 1;
+  l.sum_ns += ns;
 }
 
 void DecisionMetrics::policy_loaded(std::int64_t now, bool reload) {
@@ -165,12 +217,27 @@ void DecisionMetrics::policy_reload_failed() {
 }
 
 void DecisionMetrics::render(Text& out) const {
-  std::vector<Series> copy;
+  // Under the lock only the numbers are copied (no allocation: reserved first); the labels of
+  // the first n series were written before the lock published them and never change.
+  std::vector<Numbers> numbers;
+  numbers.reserve(series_.capacity());
+  std::array<Latency, 2> latency;
+  std::size_t n = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    copy = series_;
+    std::lock_guard<SpinLock> lock(lock_);
+    n = series_.size();
+    for (std::size_t i = 0; i < n; ++i) numbers.push_back(series_[i].n);
+    latency = latency_;
   }
-  std::sort(copy.begin(), copy.end(), [](const Series& a, const Series& b) {
+  struct Row {
+    const Series* s;
+    Numbers n;
+  };
+  std::vector<Row> copy;
+  copy.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) copy.push_back({&series_[i], numbers[i]});
+  std::sort(copy.begin(), copy.end(), [](const Row& x, const Row& y) {
+    const Series &a = *x.s, &b = *y.s;
     return std::tie(a.rule, a.partition, a.event, a.outcome, a.shadow) <
            std::tie(b.rule, b.partition, b.event, b.outcome, b.shadow);
   });
@@ -185,7 +252,7 @@ void DecisionMetrics::render(Text& out) const {
   struct Family {
     const char* name;
     const char* help;
-    double Series::*value;
+    double Numbers::*value;
   };
   const Family decisions[] = {
       {"scaleguard_decisions_total",
@@ -193,30 +260,29 @@ void DecisionMetrics::render(Text& out) const {
        "rewrite, reject) and mode (enforce, shadow).",
        nullptr},
       {"scaleguard_asked_gpu_seconds_total",
-       "GPU-seconds judged: the most Slurm could grant each decided job (its envelope).", &Series::asked},
+       "GPU-seconds judged: the most Slurm could grant each decided job (its envelope).", &Numbers::asked},
       {"scaleguard_granted_gpu_seconds_total", "GPU-seconds granted after the decision (0 for a refusal).",
-       &Series::granted},
+       &Numbers::granted},
       {"scaleguard_avoided_gpu_seconds_total",
-       "GPU-seconds asked but not granted (refused or cut by a rewrite): what the policy saved.", &Series::avoided},
+       "GPU-seconds asked but not granted (refused or cut by a rewrite): what the policy saved.", &Numbers::avoided},
   };
   for (const auto& f : decisions) {
     out.family(f.name, "counter", f.help);
-    for (const auto& s : copy)
-      if (s.rule.empty()) out.sample(f.name, labels(s), f.value ? s.*f.value : static_cast<double>(s.count));
+    for (const auto& r : copy)
+      if (r.s->rule.empty()) out.sample(f.name, labels(*r.s), f.value ? r.n.*f.value : static_cast<double>(r.n.count));
   }
   out.family("scaleguard_rule_hits_total", "counter",
              "Policy rules that fired, by partition, rule id, event, the rule's own outcome and mode (a decision "
              "may hit several rules).");
-  for (const auto& s : copy)
-    if (!s.rule.empty()) out.sample("scaleguard_rule_hits_total", labels(s), static_cast<double>(s.count));
+  for (const auto& r : copy)
+    if (!r.s->rule.empty()) out.sample("scaleguard_rule_hits_total", labels(*r.s), static_cast<double>(r.n.count));
 
   out.family("scaleguard_decision_duration_seconds", "histogram",
              "Time job_submit/scaleguard spent in one job_submit or job_modify call.");
-  for (std::size_t e = 0; e < latency_.size(); ++e) {
-    std::vector<std::uint64_t> counts(kBuckets);
-    for (std::size_t i = 0; i < kBuckets; ++i) counts[i] = latency_[e].counts[i].load(std::memory_order_relaxed);
+  for (std::size_t e = 0; e < latency.size(); ++e) {
+    const std::vector<std::uint64_t> counts(latency[e].counts.begin(), latency[e].counts.end());
     out.histogram("scaleguard_decision_duration_seconds", {{"event", kEvents[e]}}, latency_bounds(), counts,
-                  latency_[e].sum_ns.load(std::memory_order_relaxed) / 1e9);
+                  static_cast<double>(latency[e].sum_ns) / 1e9);
   }
   out.family("scaleguard_policy_reloads_total", "counter", "Policy reloads attempted after a change of its files.");
   out.sample("scaleguard_policy_reloads_total", {}, static_cast<double>(reloads_.load()));

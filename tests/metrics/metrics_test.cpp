@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "metrics_sample.h"
 #include "scaleguard/metrics.h"
@@ -109,6 +111,51 @@ TEST(Metrics, CalibratedClockFollowsClockMonotonic) {
   const double m1 = mono(), c1 = static_cast<double>(monotonic_ns());
   EXPECT_NEAR(c0, m0, 2e6);                       // the same time base (within 2 ms)
   EXPECT_NEAR((c1 - c0) / (m1 - m0), 1.0, 0.02);  // the same rate
+}
+
+// slurmctld judges in several threads while the metrics thread renders: the spin lock must lose
+// no count (4 threads x 20,000 decisions and observations, a render running alongside).
+TEST(Metrics, ConcurrentCountingSumsExactly) {
+  DecisionMetrics m;
+  Decision d;
+  d.action = Action::reject;
+  d.envelope.gpus = 1, d.envelope.time_limit_min = 60;   // 3600 GPU-seconds each
+  d.rules.push_back({"distributed_min_gpu_hours", Action::reject, ""});
+  constexpr int kThreads = 4, kEach = 20000;
+  std::atomic<bool> done{false};
+  std::thread renderer([&] {
+    while (!done.load()) {
+      Text t;
+      m.render(t);
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&m, &d, i] {
+      const std::string partition = i % 2 ? "gpu-od" : "gpu-spot";
+      for (int k = 0; k < kEach; ++k) {
+        m.count(d, partition, Event::submit);
+        m.observe_ns(Event::submit, 700);
+      }
+    });
+  for (auto& t : threads) t.join();
+  done = true;
+  renderer.join();
+  Text t;
+  m.render(t);
+  const std::string& s = t.str();
+  const std::string half = std::to_string(kThreads / 2 * kEach);
+  for (const char* p : {"gpu-od", "gpu-spot"}) {
+    const std::string l = std::string("{partition=\"") + p + "\",";
+    EXPECT_TRUE(has_line(s, "scaleguard_decisions_total" + l + "event=\"submit\",outcome=\"reject\",mode=\"enforce\"} " + half)) << s;
+    EXPECT_TRUE(has_line(s, "scaleguard_asked_gpu_seconds_total" + l + "event=\"submit\",outcome=\"reject\",mode=\"enforce\"} 1.44e+08"))
+        << s;
+    EXPECT_TRUE(has_line(s, "scaleguard_rule_hits_total" + l +
+                                "rule=\"distributed_min_gpu_hours\",event=\"submit\",outcome=\"reject\",mode=\"enforce\"} " + half))
+        << s;
+  }
+  EXPECT_TRUE(has_line(s, "scaleguard_decision_duration_seconds_count{event=\"submit\"} " + std::to_string(kThreads * kEach))) << s;
+  EXPECT_TRUE(has_line(s, "scaleguard_decision_duration_seconds_bucket{event=\"submit\",le=\"5e-06\"} " + std::to_string(kThreads * kEach))) << s;
 }
 
 TEST(Metrics, LabelSetsAreBounded) {

@@ -62,6 +62,9 @@ int run(int argc, char** argv) {
       ("train-probe", "a --train-probe job: judged on the probe budget")
       ("train-eval-every", po::value<std::string>(), "steps between evaluations (with --train-eval-tokens)")
       ("train-eval-tokens", po::value<std::string>(), "tokens per evaluation: 20M, 1e8")
+      ("spare-nodes", po::value<std::string>(),
+       "--train-spare-nodes: nodes of the job kept idle for in-job restarts (planned without, charged with)")
+      ("train-spare-nodes", po::value<std::string>(), "the same as --spare-nodes")
       ("store", po::value<std::string>(), "probe store to read measurements from (default: the policy's probe_store)")
       ("no-probes", "ignore probe measurements (judge on the model alone)")
       ("json", "machine-readable output");
@@ -146,6 +149,16 @@ int run(int argc, char** argv) {
     if (t && !(t.value() > 0)) t = Error{"must be positive", "", 0, "", "e.g. 20M"};
     if (!t) return fail("train-eval-tokens", t.error());
     job.eval_tokens = t.value();
+  }
+  for (const char* name : {"spare-nodes", "train-spare-nodes"}) {
+    if (!vm.count(name)) continue;
+    auto v = int_option(vm, name, 0, kMaxSpareNodes);
+    if (!v) return 2;
+    if (job.spare_nodes > 0 && *v != job.spare_nodes) {
+      std::fprintf(stderr, "scaleguard decide: --spare-nodes and --train-spare-nodes differ\n");
+      return 2;
+    }
+    job.spare_nodes = *v;
   }
   job.ckpt_dir = text_opt("train-ckpt-dir");
   job.probe = vm.count("train-probe") > 0;

@@ -78,6 +78,8 @@ void add_plan_env(Decision& d, const Plan& p, const JobRequest& job, const Assum
   add("SCALEGUARD_RECOMPUTE", to_string(l.recompute));
   add("SCALEGUARD_GPUS", std::to_string(p.gpus));
   add("SCALEGUARD_NODES", std::to_string(p.nodes));
+  // --train-spare-nodes: allocated on top of the plan's nodes, idle until one fails.
+  if (job.spare_nodes > 0) add("SCALEGUARD_SPARE_NODES", std::to_string(job.spare_nodes));
   add("SCALEGUARD_CKPT_INTERVAL_S", std::to_string(ckpt_seconds(p, job)));
   if (!job.ckpt_dir.empty()) add("SCALEGUARD_CKPT_DIR", job.ckpt_dir);
   add("SCALEGUARD_PLAN", text::format("%s-tp%d-pp%d-dp%d-zero%d-mb%d", to_string(p.strategy), l.tp, l.pp, l.dp,
@@ -166,6 +168,29 @@ std::optional<Decision> check_request(const JobRequest& job, const Partition& pa
   if (job.probe && !job.has_intent())
     return reject_input("--train-probe", Error{"a probe job without the model it probes", "", 0, "",
                                                "add --train-model and --train-tokens"});
+  if (job.spare_nodes != 0) {
+    // --train-spare-nodes: whole nodes kept idle; the training needs at least one node and one
+    // GPU besides them on the fewest nodes Slurm may give the job.
+    const int fewest = std::min(std::max({1, job.nodes_min, job.nodes_listed}), std::max(1, env.nodes));
+    if (job.spare_nodes < 0 || job.spare_nodes > kMaxSpareNodes)
+      return reject_input("--train-spare-nodes", Error{text::format("%d spare nodes: out of range (0 to %d)",
+                                                                    job.spare_nodes, kMaxSpareNodes),
+                                                       "", 0, "", ""});
+    if (job.spare_nodes >= fewest)
+      return reject_input("--train-spare-nodes",
+                          Error{text::format("%d spare node%s of a job of %d node%s leave%s none to train on",
+                                             job.spare_nodes, job.spare_nodes == 1 ? "" : "s", fewest,
+                                             fewest == 1 ? "" : "s", job.spare_nodes == 1 ? "s" : ""),
+                                "", 0, "",
+                                text::format("ask for --nodes=%d or more: the training's nodes plus the spares",
+                                             job.spare_nodes + 1)});
+    if (env.gpus - job.spare_nodes * env.gpus_per_node < 1)
+      return reject_input("--train-spare-nodes",
+                          Error{text::format("%d spare node%s of up to %d GPUs each hold every GPU of the job (%d)",
+                                             job.spare_nodes, job.spare_nodes == 1 ? "" : "s", env.gpus_per_node,
+                                             env.gpus),
+                                "", 0, "", "ask for whole nodes, e.g. --nodes=N --gpus-per-node=G"});
+  }
   if (env.time_limit_min <= 0)
     return reject_input("time limit", Error{"no time limit (--time=UNLIMITED) cannot be judged in partition " +
                                                 part.name + ", which has no max_time in the policy",
@@ -263,6 +288,33 @@ void keep_plan(Judge& j) {
   j.d.plan_json = to_json(chosen);
 }
 
+// A cut of the job's GPUs into its rewrite: the training's GPUs and nodes, and the spare nodes
+// (--train-spare-nodes) on top of them, each with as many GPUs as a training node when the job
+// gave --gpus-per-node.
+void cut_gpus(const Judge& j, Rewrite& rw) {
+  const int gpus = *j.new_gpus;
+  rw.gpus_total = j.held_gpus(gpus);
+  rw.nodes = j.new_nodes.value_or(1) + j.spare_nodes;
+  if (j.job.gpus_per_node > 0) rw.gpus_per_node = std::min(gpus, j.gpn);
+}
+
+// The spare nodes' share of a plan: the GPU-hours they sit idle for and what those cost (empty
+// without spares).
+std::string spares_line(const Judge& j, const Plan& p, double* cost) {
+  *cost = 0;
+  if (j.spare_nodes <= 0) return "";
+  const double hours = j.spare_gpu_hours(p);
+  *cost = hours * (j.spot ? j.plan->hw.spot_gpu_hour : j.plan->hw.on_demand_gpu_hour);
+  const double total = (j.spot ? p.cost_spot : p.cost_on_demand) + *cost;
+  return text::format(" Spares: %d node%s (%s) held idle for in-job restarts over the plan's %s h: +%s GPU-hours, "
+                      "~%s %s; the job holds %s GPUs: %s GPU-hours, ~%s %s in all.",
+                      j.spare_nodes, j.spare_nodes == 1 ? "" : "s", rules::gpus_str(j.spares_held(p.gpus)).c_str(),
+                      text::num(p.wall_hours, 2).c_str(), text::num(hours, 1).c_str(), text::money(*cost).c_str(),
+                      to_string(j.part.capacity), std::to_string(j.held_gpus(p.gpus)).c_str(),
+                      text::num(p.gpu_hours + hours, 1).c_str(), text::money(total).c_str(),
+                      to_string(j.part.capacity));
+}
+
 // A planned job's verdict: the rewrite of its GPUs and time, the message and the summary.
 void write_plan_decision(Judge& j) {
   Decision& d = j.d;
@@ -270,16 +322,16 @@ void write_plan_decision(Judge& j) {
   const Workload& w = j.plan->w;
   d.action = j.max_action;
   if (d.action == Action::rewrite) {
-    if (j.new_gpus && (*j.new_gpus != j.gpus || (j.measured_rewrite && j.new_nodes && *j.new_nodes < j.nodes))) {
-      d.rewrite.gpus_total = *j.new_gpus;
-      d.rewrite.nodes = j.new_nodes.value_or(1);
-      if (j.job.gpus_per_node > 0) d.rewrite.gpus_per_node = std::min(*j.new_gpus, j.gpn);
-    }
+    if (j.new_gpus && (*j.new_gpus != j.gpus || (j.measured_rewrite && j.new_nodes && *j.new_nodes < j.nodes)))
+      cut_gpus(j, d.rewrite);
     if (j.new_time && *j.new_time != j.limit) d.rewrite.time_limit_min = *j.new_time;
   }
   std::string head = w.model.name + " (" + text::format("%.3g", w.model.params) + " parameters, " +
                      text::format("%.3g", w.tokens) + " tokens) on " + rules::gpus_str(j.gpus) + " " +
                      j.part.gpu.name + " in " + j.part.name + " (" + to_string(j.part.capacity) + ")";
+  if (j.spare_nodes > 0)
+    head += text::format(" + %d spare node%s (%s)", j.spare_nodes, j.spare_nodes == 1 ? "" : "s",
+                         rules::gpus_str(j.spare_gpus).c_str());
   const char* verdict = d.action == Action::accept ? "accepted"
                         : d.action == Action::warn  ? "accepted with warnings"
                         : d.action == Action::rewrite ? "rewritten"
@@ -291,6 +343,8 @@ void write_plan_decision(Judge& j) {
       d.message += text::format(" (%.0f evaluations of %.3g tokens: %s h of it)", chosen.evaluations, w.eval_tokens,
                                 text::num(chosen.eval_hours, 2).c_str());
     d.message += ".";
+    double spare_cost = 0;
+    d.message += spares_line(j, chosen, &spare_cost);
   }
   for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
   if (!j.have_plan && !j.suggestion) return;
@@ -299,14 +353,19 @@ void write_plan_decision(Judge& j) {
   if (!ids.empty()) ids += "]";
   // A refused job shows what to run instead; the others show the plan that will run.
   const Plan& shown = (d.action == Action::reject || !j.have_plan) && j.suggestion ? *j.suggestion : chosen;
+  // With spares the cost is the whole allocation's (their idle share on top of the plan's).
+  double spare_cost = 0;
+  spares_line(j, shown, &spare_cost);
   // comm= (exposed communication / compute) and ckpt= (seconds) feed `scaleguard report`'s
   // comm_heavy flag and its checkpoint-aware waste (docs/report.md).
   d.summary = text::format(
-      "scaleguard: %s%s: %s%s gpus=%d nodes=%d tp=%d pp=%d dp=%d zero=%d %sh ~%s %s comm=%s ckpt=%lds",
+      "scaleguard: %s%s: %s%s gpus=%d nodes=%d tp=%d pp=%d dp=%d zero=%d %sh ~%s %s comm=%s ckpt=%lds%s",
       to_string(d.action), ids.c_str(), &shown == &chosen ? "" : "use ", to_string(shown.strategy), shown.gpus,
       shown.nodes, shown.layout.tp, shown.layout.pp, shown.layout.dp, shown.layout.zero,
-      text::num(shown.wall_hours, 1).c_str(), text::money(j.spot ? shown.cost_spot : shown.cost_on_demand).c_str(),
-      to_string(j.part.capacity), text::num(shown.comm_ratio, 3).c_str(), ckpt_seconds(shown, j.job));
+      text::num(shown.wall_hours, 1).c_str(),
+      text::money((j.spot ? shown.cost_spot : shown.cost_on_demand) + spare_cost).c_str(), to_string(j.part.capacity),
+      text::num(shown.comm_ratio, 3).c_str(), ckpt_seconds(shown, j.job),
+      j.spare_nodes > 0 ? text::format(" spares=%d", j.spare_nodes).c_str() : "");
 }
 
 // Every job's verdict: the action, a request's rewrite, the bounds and what to ask for instead.
@@ -315,11 +374,7 @@ Decision finish(Judge& j) {
   d.action = j.max_action;
   if (d.action != Action::rewrite) d.rewrite = Rewrite{};
   if (d.action == Action::rewrite && !j.job.has_intent()) {
-    if (j.new_gpus && *j.new_gpus != j.gpus) {
-      d.rewrite.gpus_total = *j.new_gpus;
-      d.rewrite.nodes = j.new_nodes.value_or(1);
-      if (j.job.gpus_per_node > 0) d.rewrite.gpus_per_node = std::min(*j.new_gpus, j.gpn);
-    }
+    if (j.new_gpus && *j.new_gpus != j.gpus) cut_gpus(j, d.rewrite);
     if (j.new_time && *j.new_time != j.limit) d.rewrite.time_limit_min = *j.new_time;
   }
   if (d.action == Action::rewrite && d.rewrite.empty()) d.action = Action::warn;  // nothing to change after all
@@ -329,8 +384,9 @@ Decision finish(Judge& j) {
     d.granted_gpu_hours = j.granted;
   }
   if (d.summary.empty())
-    d.summary = text::format("scaleguard: %s: %d GPU(s) x %s h = %s GPU-hours in %s", to_string(d.action), j.gpus,
-                             text::num(j.hours).c_str(), text::num(j.gpus * j.hours, 1).c_str(), j.part.name.c_str());
+    d.summary = text::format("scaleguard: %s: %d GPU(s) x %s h = %s GPU-hours in %s", to_string(d.action),
+                             j.held_gpus(j.gpus), text::num(j.hours).c_str(),
+                             text::num(j.held_gpus(j.gpus) * j.hours, 1).c_str(), j.part.name.c_str());
   if (d.message.empty()) {
     d.message = d.summary + ".";
     for (const auto& r : d.rules) d.message += " [" + r.id + "] " + r.detail + ".";
@@ -355,6 +411,7 @@ Decision decide_in(const JobRequest& job, const Policy& policy, const Partition*
     rules::run(rules::table(Basis::request), j);
     j.d.plan_env.emplace_back("SCALEGUARD_GPUS", std::to_string(j.new_gpus.value_or(j.gpus)));
     j.d.plan_env.emplace_back("SCALEGUARD_NODES", std::to_string(j.new_nodes.value_or(j.nodes)));
+    if (job.spare_nodes > 0) j.d.plan_env.emplace_back("SCALEGUARD_SPARE_NODES", std::to_string(job.spare_nodes));
     if (!job.ckpt_dir.empty()) j.d.plan_env.emplace_back("SCALEGUARD_CKPT_DIR", job.ckpt_dir);
     return judged(finish(j));
   }

@@ -75,6 +75,7 @@ std::string encode_record(const std::string& id, const scaleguard::JobRequest& j
   num("spn", j.sockets_per_node), num("nl", j.nodes_listed), num("x", j.exclusive), num("a", j.array_tasks);
   num("t", j.time_limit_min);
   num("rq", j.requeue), num("sig", j.checkpoint_signal_s);
+  num("sp", j.spare_nodes);  // --train-spare-nodes: an update is planned without them too
   if (!j.partition.empty()) add("p", j.partition);  // whole: read bounded and deduplicated
   // The intent, when short enough to keep: an update is then judged with the same plan.
   if (!j.model.empty() && j.model.size() <= 64) {
@@ -166,6 +167,7 @@ std::optional<scaleguard::JobRequest> decode_at(const std::string& text, size_t 
     else if (k == "t") ok = to_int(v, &j.time_limit_min);
     else if (k == "rq") ok = to_int(v, &n), j.requeue = n != 0;
     else if (k == "sig") ok = to_int(v, &j.checkpoint_signal_s);
+    else if (k == "sp") ok = to_int(v, &j.spare_nodes) && j.spare_nodes <= scaleguard::kMaxSpareNodes;
     else if (k == "p") j.partition = v;
     else if (k == "m") j.model = v;
     else if (k == "tok") ok = to_double(v, &j.tokens);

@@ -100,6 +100,7 @@ constexpr Option kOptions[] = {
     {"train_probe", "--train-probe", "a flag (SCALEGUARD_TRAIN_PROBE=1, yes or on)"},
     {"train_eval_every", "--train-eval-every", "whole steps (1 to 1073741824), with --train-eval-tokens"},
     {"train_eval_tokens", "--train-eval-tokens", "a count like 20M or 1e8, with --train-eval-every"},
+    {"train_spare_nodes", "--train-spare-nodes", "a whole number of nodes (0 to 1024), fewer than the job's nodes"},
 };
 
 const Option* find_option(std::string name) {
@@ -165,6 +166,13 @@ bool apply_option(const Option& o, const std::string& v, const scaleguard::Polic
     const long long steps = std::stoll(v);
     if (steps < 1 || steps > scaleguard::kMaxEvalEvery) return fail(error, o, v, "out of range");
     job->eval_interval = static_cast<double>(steps);
+  } else if (name == "train_spare_nodes") {
+    // Bounded before any conversion; decide() refuses spares that leave no node to train on.
+    if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos)
+      return fail(error, o, v, "not a whole number of nodes");
+    const int n = std::stoi(v);
+    if (n > scaleguard::kMaxSpareNodes) return fail(error, o, v, "out of range");
+    job->spare_nodes = n;
   } else if (name == "train_single_gpu_hours" || name == "train_deadline") {
     auto h = scaleguard::parse_hours(v);
     if (!h) return fail(error, o, v, h.error().str());

@@ -217,7 +217,7 @@ JobRequest parse_request(const std::string& line, std::string& name) {
         {"ntasks_per_node", &j.ntasks_per_node}, {"sockets_per_node", &j.sockets_per_node},
         {"array_tasks", &j.array_tasks}, {"het_component", &j.het_component},
         {"checkpoint_signal_s", &j.checkpoint_signal_s}, {"ckpt_interval_min", &j.ckpt_interval_min},
-        {"ntasks_per_gpu", &j.ntasks_per_gpu}};
+        {"ntasks_per_gpu", &j.ntasks_per_gpu}, {"spare_nodes", &j.spare_nodes}};
     std::map<std::string, double*> doubles = {
         {"het_prior_gpu_hours", &j.het_prior_gpu_hours}, {"tokens", &j.tokens},
         {"single_gpu_hours", &j.single_gpu_hours}, {"deadline_hours", &j.deadline_hours},

@@ -21,6 +21,8 @@ struct Plan;     // the chosen layout and its predicted numbers (plan.h)
 
 // --train-eval-every's largest value (steps), as `scaleguard plan --eval-every` takes it.
 inline constexpr int kMaxEvalEvery = 1 << 30;
+// --train-spare-nodes' largest value (nodes), as the SPANK option and job_submit take it.
+inline constexpr int kMaxSpareNodes = 1024;
 
 // A job as Slurm sees it, plus the user's training intent. 0 / empty = not given.
 struct JobRequest {
@@ -69,6 +71,10 @@ struct JobRequest {
   // eval_interval steps, counted in the job's hours (Workload::eval_interval). 0 = none.
   double eval_interval = 0;
   double eval_tokens = 0;
+  // --train-spare-nodes: whole nodes of the allocation kept idle for in-job restarts (issue 38).
+  // The training is planned on the other nodes; the caps and budgets charge every node. Not an
+  // intent of its own: a job without --train-model is judged on its request as before.
+  int spare_nodes = 0;
   bool has_intent() const {
     return !model.empty() || tokens > 0 || single_gpu_hours > 0 || eval_interval > 0 || eval_tokens > 0;
   }

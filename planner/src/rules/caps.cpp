@@ -12,15 +12,19 @@ namespace scaleguard::rules {
 
 namespace {
 
-// GPUs the job holds after the earlier cuts (an exclusive job: whole nodes).
+// GPUs the job holds after the earlier cuts (an exclusive job: whole nodes), its spare nodes'
+// included (--train-spare-nodes: Slurm allocates them for the whole time limit).
 int final_gpus(const Judge& j) {
-  if (!j.new_gpus) return j.gpus;
-  return j.job.exclusive || j.part.exclusive ? j.new_nodes.value_or(1) * j.gpn : *j.new_gpus;
+  if (!j.new_gpus) return j.held_gpus(j.gpus);
+  return j.job.exclusive || j.part.exclusive ? (j.new_nodes.value_or(1) + j.spare_nodes) * j.gpn
+                                             : j.held_gpus(*j.new_gpus);
 }
 
-// One job's (one array element's) GPU-hours at this time limit, or the plan's prediction when larger.
+// One job's (one array element's) GPU-hours at this time limit, or the plan's prediction when
+// larger (the spares held idle for the plan's wall time on top of it).
 double one_at(const Judge& j, int minutes) {
-  const double predicted = j.have_plan ? j.chosen.gpu_hours : 0;
+  const double predicted =
+      j.have_plan ? j.chosen.gpu_hours + j.spare_gpu_hours(j.chosen) : 0;
   return std::max(static_cast<double>(final_gpus(j)) * minutes / 60.0, predicted);
 }
 
@@ -41,9 +45,10 @@ void max_job_gpu_hours(Judge& j) {
   const double budget = jcap - prior;
   const int capped = budget > 0 ? std::max(1, static_cast<int>(budget / gpus * 60)) : 0;
   // The literal request only when it is what was judged: a plan predicting more names that.
-  std::string detail = gpus == j.gpus && time == j.limit && one <= j.gpus * j.hours
-                           ? text::format("%d GPUs x %s h = %s GPU-hours", j.gpus, text::num(j.hours).c_str(),
-                                          text::num(j.gpus * j.hours, 0).c_str()) + j.how
+  const int held = j.held_gpus(j.gpus);
+  std::string detail = gpus == held && time == j.limit && one <= held * j.hours
+                           ? text::format("%d GPUs x %s h = %s GPU-hours", held, text::num(j.hours).c_str(),
+                                          text::num(held * j.hours, 0).c_str()) + j.how
                        : one > static_cast<double>(gpus) * time / 60.0 ? "the plan predicts " + text::num(one, 0) + " GPU-hours"
                                                                        : text::num(one, 0) + " GPU-hours";
   if (j.job.het_component > 0)

@@ -13,9 +13,9 @@ void require_checkpoints(Judge& j, const std::string& detail) {
 }
 }  // namespace
 
-// Without intent: GPUs x time limit as asked.
+// Without intent: GPUs x time limit as asked (spare nodes included).
 void checkpoint_required_gpu_hours_request(Judge& j) {
-  const double gpu_hours = j.gpus * j.hours;
+  const double gpu_hours = j.held_gpus(j.gpus) * j.hours;
   const double min = j.threshold(RuleId::checkpoint_required_gpu_hours);
   if (!j.on(RuleId::checkpoint_required_gpu_hours) || !(j.spot || gpu_hours >= min)) return;
   require_checkpoints(j, j.spot ? "spot partition: the job must checkpoint and requeue"
@@ -23,12 +23,15 @@ void checkpoint_required_gpu_hours_request(Judge& j) {
                                                text::num(gpu_hours, 0).c_str(), text::num(min).c_str()));
 }
 
-// The plan's predicted GPU-hours; the detail says how often it checkpoints.
+// The plan's predicted GPU-hours (and its spare nodes' for as long); the detail says how often it
+// checkpoints.
 void checkpoint_required_gpu_hours_plan(Judge& j) {
   const double min = j.threshold(RuleId::checkpoint_required_gpu_hours);
   const Plan& plan = j.chosen;
-  if (!j.have_plan || !j.on(RuleId::checkpoint_required_gpu_hours) || !(j.spot || plan.gpu_hours >= min)) return;
-  const std::string why = j.spot ? "spot partition" : text::num(plan.gpu_hours, 0) + " GPU-hours >= " + text::num(min);
+  if (!j.have_plan) return;
+  const double gpu_hours = plan.gpu_hours + j.spare_gpu_hours(plan);
+  if (!j.on(RuleId::checkpoint_required_gpu_hours) || !(j.spot || gpu_hours >= min)) return;
+  const std::string why = j.spot ? "spot partition" : text::num(gpu_hours, 0) + " GPU-hours >= " + text::num(min);
   require_checkpoints(j, why + ": checkpoint every " + text::num(plan.ckpt_interval_s / 60, 0) +
                              " min and requeue on failure" +
                              (j.job.ckpt_dir.empty() ? " (set --train-ckpt-dir)" : ""));

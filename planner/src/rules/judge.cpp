@@ -10,6 +10,8 @@ namespace scaleguard::rules {
 
 namespace {
 int severity(Action a) { return static_cast<int>(a); }  // accept < warn < rewrite < reject
+// decide() refuses spares that leave nothing to train on before a Judge exists.
+int spares_of(const JobRequest& job) { return std::max(0, job.spare_nodes); }
 }  // namespace
 
 Judge::Judge(const JobRequest& jb, const Policy& p, const Partition& pt, const Envelope& e)
@@ -17,14 +19,22 @@ Judge::Judge(const JobRequest& jb, const Policy& p, const Partition& pt, const E
       policy(p),
       part(pt),
       env(e),
+      spare_nodes(spares_of(jb)),
+      spare_gpus(spare_nodes * e.gpus_per_node),
       gpn(pt.inst.gpus),
-      gpus(e.gpus),
-      nodes(std::max(1, e.nodes)),
+      gpus(e.gpus - spare_gpus),
+      nodes(std::max(1, e.nodes - spare_nodes)),
       limit(e.time_limit_min),
       hours(e.time_limit_min / 60.0),
       how(e.how.empty() ? "" : " (judged as " + e.how + ")"),
       spot(pt.capacity == Capacity::spot),
       fast_fabric(pt.fabric == Fabric::efa || pt.fabric == Fabric::ib) {}
+
+int Judge::spares_held(int train_gpus) const {
+  if (spare_nodes <= 0) return 0;
+  if (train_gpus == gpus) return spare_gpus;
+  return spare_nodes * (job.gpus_per_node > 0 ? std::min(train_gpus, gpn) : spare_gpus / spare_nodes);
+}
 
 void Judge::ask(std::optional<int> gpus_, std::optional<int> minutes, const Plan* plan_) {
   if (gpus_ && !ask_gpus) {

@@ -37,8 +37,14 @@ struct Judge {
   const Policy& policy;
   const Partition& part;
   const Envelope& env;   // what Slurm may grant it here
+  // --train-spare-nodes (issue 38): whole nodes of the envelope kept idle for in-job restarts,
+  // and the GPUs Slurm holds on them. 0 for a job without spares.
+  const int spare_nodes;
+  const int spare_gpus;
   const int gpn;         // GPUs per node of the partition
-  const int gpus;        // the envelope's GPUs and nodes (at least 1), its time limit
+  // The envelope's GPUs and nodes (at least 1) the training runs on (the spares' taken off: the
+  // caps charge them back, spares_held()), its time limit.
+  const int gpus;
   const int nodes;
   const int limit;
   const double hours;
@@ -65,6 +71,17 @@ struct Judge {
   std::optional<Plan> suggestion;
   void ask(std::optional<int> gpus, std::optional<int> minutes, const Plan* plan = nullptr);
   std::string ask_text() const;
+
+  // GPUs Slurm holds on the spare nodes when the training has `train_gpus` (a cut of a job that
+  // gave --gpus-per-node cuts each spare node to the same count); 0 without spares.
+  int spares_held(int train_gpus) const;
+  // What the job holds with the training on `train_gpus`, `train_nodes` nodes: the GPU-hours
+  // the caps and budgets charge are these x the time limit.
+  int held_gpus(int train_gpus) const { return train_gpus + spares_held(train_gpus); }
+  // The GPU-hours the spares sit idle for while `plan` trains (0 without spares).
+  double spare_gpu_hours(const Plan& plan) const {
+    return spare_nodes > 0 ? spares_held(plan.gpus) * plan.wall_hours : 0;
+  }
 
   const Rule& rule(RuleId id) const { return part.rules[static_cast<int>(id)]; }
   bool on(RuleId id) const { return rule(id).enabled; }

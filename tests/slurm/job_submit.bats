@@ -99,6 +99,37 @@ intent=(--train-model=350M --train-tokens=1.2B)
   assert_output --regexp '1: gpu-st-p4d-2 nodes=2 gpus=14 strategy=[a-z]+'
 }
 
+@test "--train-spare-nodes: the plan is for the nodes less the spares, the job holds and is charged every node" {
+  require_spank
+  # 7 GPUs per node, as above: node 1 runs the warning-signal job meanwhile.
+  run sbatch --parsable -J sg-js -o "$JS_TMP/spare.out" -N2 --gpus-per-node=7 --time=3-0 \
+    --train-model=1B --train-tokens=10B --train-spare-nodes=1 \
+    --wrap 'srun -N2 -n2 -l bash -c "echo \$SLURMD_NODENAME nodes=\$SCALEGUARD_NODES gpus=\$SCALEGUARD_GPUS spares=\$SCALEGUARD_SPARE_NODES"'
+  assert_success
+  # The message prices the spare node's idle share and the whole allocation.
+  assert_output --regexp 'on 7 GPUs .* \+ 1 spare node \(7 GPUs\)'
+  assert_output --regexp 'Spares: 1 node \(7 GPUs\) held idle .*: \+[0-9.,]+ GPU-hours, ~\$[0-9,]+ on-demand; the job holds 14 GPUs'
+  job_id=$(parsed_job_id)
+  run job_comment "$job_id"
+  assert_output --regexp '[a-z]+ gpus=7 nodes=1 .* spares=1'
+  assert_output --partial ';sp=1'
+  run job_field "$job_id" NumNodes
+  assert_output --regexp '^2'
+  # Slurm holds both nodes' GPUs (what the ledger and budgets count).
+  run job_field "$job_id" TRES
+  assert_output --partial 'gres/gpu=14'
+  run wait_job "$job_id"
+  assert_output COMPLETED
+  run cat "$JS_TMP/spare.out"
+  assert_output --regexp '0: gpu-st-p4d-1 nodes=1 gpus=7 spares=1'
+  assert_output --regexp '1: gpu-st-p4d-2 nodes=1 gpus=7 spares=1'
+  # Spares that leave no node to train on are refused.
+  run sbatch -J sg-js -H -N1 --gpus-per-node=7 --time=3-0 --train-model=1B --train-tokens=10B \
+    --train-spare-nodes=1 --wrap true
+  assert_failure
+  assert_output --partial '1 spare node of a job of 1 node leaves none to train on'
+}
+
 @test "a raw request that must checkpoint is rewritten: requeue and USR1 before the limit" {
   run sbatch --parsable -J sg-js -H --gpus=8 --time=2-00:00:00 --no-requeue --wrap true
   assert_success

@@ -44,6 +44,7 @@ EOT
 teardown_file() {
   [ -n "${BUD_TMP:-}" ] || return 0
   scancel --quiet --name=sg-tree 2>/dev/null || true
+  wait_no_running_jobs   # the next file (cluster.bats) expects idle nodes
   restore_settings
   rm -rf "$BUD_TMP"
 }

@@ -7,6 +7,7 @@ load helpers
 setup_file() {
   cluster_env
   resume_nodes   # an earlier test file may have provoked a drain
+  wait_no_running_jobs   # nor leave its jobs running: these tests expect idle nodes
   export CLUSTER_TMP=$(user_dir)
   mpicc -o "$CLUSTER_TMP/allreduce" "$BATS_TEST_DIRNAME/data/mpi_allreduce.c"
   chmod a+rx "$CLUSTER_TMP/allreduce"

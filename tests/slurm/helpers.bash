@@ -146,6 +146,13 @@ client_conf() {
 # etc/job_submit_scaleguard.conf. Fails with the log tail if it does not come back.
 restart_slurmctld() {
   local pid i
+  # Not while a job completes (a file's scancel just before): slurmctld 22.05 recovering a
+  # completing job's GPUs after a restart frees them twice ("gres count underflow") and later
+  # jobs then pend on Resources with idle nodes. Bounded: 30 s.
+  for ((i = 0; i < 60; i++)); do
+    [ -z "$(squeue -h -t completing -o %i 2>/dev/null)" ] && break
+    sleep 0.5
+  done
   pid=$(cat "$SCALEGUARD_DEV_DIR/run/slurmctld.pid" 2>/dev/null) || pid=
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid"

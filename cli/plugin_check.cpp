@@ -152,7 +152,9 @@ int check_with_plugins(const std::string& policy, const std::string& catalog, co
     ok = report("installed plugin " + installed, ask(installed, lib_beside(installed), policy, catalog), policy) && ok;
   if (!running.empty()) {
     const std::string what = "plugin running in slurmctld (pid " + pid + ")";
-    if (!installed.empty() && running_file == installed && same_file(running, installed)) {
+    // By inode, not by name: PluginDir may hold a link to the file slurmctld mapped (its maps
+    // name the link's target), and a replaced file keeps the name but not the inode.
+    if (!installed.empty() && same_file(running, installed)) {
       std::printf("%s: the installed file\n", what.c_str());
     } else {
       // Replaced on disk since slurmctld loaded it: ask the copy it runs (root may open it).

@@ -62,9 +62,13 @@ teardown_file() {
   # Until none is left (bounded): a job caught between its requeue and pending again escapes
   # one scancel and would start later, holding both nodes for the next file's tests.
   local i
+  # By name, whatever account an update left the job in.
+  local ids
   for ((i = 0; i < 60; i++)); do
-    scancel --quiet --user="$SCALEGUARD_TEST_USER" --account=sgb-pp-a,sgb-pp-b 2>/dev/null || true
-    [ -z "$(squeue -h --user="$SCALEGUARD_TEST_USER" --account=sgb-pp-a,sgb-pp-b -o %i 2>/dev/null)" ] && break
+    ids=$(squeue -h --user="$SCALEGUARD_TEST_USER" -o '%i %j' 2>/dev/null | awk '$2 ~ /^sgbp/ { print $1 }')
+    [ -z "$ids" ] && break
+    # shellcheck disable=SC2086  # one id per word
+    scancel --quiet $ids 2>/dev/null || true
     sleep 0.5
   done
   wait_no_running_jobs

@@ -115,9 +115,10 @@ intent=(--train-model=350M --train-tokens=1.2B)
   assert_output --partial ';sp=1'
   run job_field "$job_id" NumNodes
   assert_output --regexp '^2'
-  # Slurm holds both nodes' GPUs (what the ledger and budgets count).
-  run job_field "$job_id" TRES
-  assert_output --partial 'gres/gpu=14'
+  # Slurm holds both nodes' GPUs (what the ledger and budgets count): 7 on each of the 2 nodes
+  # (TresPerNode reads gres:gpu:7 on 22.05, gres/gpu:7 on 23.11+, where TRES is ReqTRES).
+  run job_field "$job_id" TresPerNode
+  assert_output --regexp '^gres[:/]gpu:7$'
   run wait_job "$job_id"
   assert_output COMPLETED
   run cat "$JS_TMP/spare.out"

@@ -19,6 +19,8 @@ import re
 import sys
 from pathlib import Path
 
+from check_layout import cycles  # the same cycle search over the parts' READMEs
+
 SOURCES = (".cpp", ".h", ".hpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 FOLDER = re.compile(r"`([A-Za-z][\w-]*)/`")
@@ -30,27 +32,6 @@ def allowed_of(readme):
         if p.lstrip().startswith("May include:"):
             return set(FOLDER.findall(p))
     return None
-
-
-def cycles(graph):
-    """Each cycle in {folder: folders it may include}, as a list of folders."""
-    found, state, stack = [], {}, []
-
-    def visit(node):
-        state[node] = "open"
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == "open":
-                found.append(stack[stack.index(nxt):] + [nxt])
-            elif nxt not in state:
-                visit(nxt)
-        stack.pop()
-        state[node] = "done"
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node)
-    return found
 
 
 def main(argv):

@@ -49,16 +49,11 @@ EOT
 }
 
 teardown_file() {
-  [ -n "${BUD_TMP:-}" ] || return 0
-  scancel --quiet --name=sg-ch 2>/dev/null || true
-  restore_settings
-  rm -rf "$BUD_TMP"
+  budget_teardown sg-ch
 }
 
 setup() {
-  [ -z "$BUD_SKIP" ] || skip "$BUD_SKIP"
-  cluster_env
-  cd "$BUD_TMP"
+  budget_setup
 }
 
 user_sbatch() { as_user "$BUD_TMP" sbatch -J sg-ch -H "$@" 2>&1; }

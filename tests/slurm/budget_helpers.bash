@@ -57,3 +57,20 @@ assert_close() {  # assert_close GOT WANT [WHAT]: within 1e-6 relative
   awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; if (m < 1) m = 1;
                                    exit !(d <= 1e-6 * m) }' || fail "${3:-value}: got $1, expected $2"
 }
+
+# teardown_file of a budget file: its jobs (by name) cancelled and gone, the settings back.
+budget_teardown() {
+  [ -n "${BUD_TMP:-}" ] || return 0
+  scancel --quiet --name="$1" 2>/dev/null || true
+  wait_no_running_jobs   # the next file (cluster.bats) expects idle nodes
+  restore_settings
+  rm -rf "$BUD_TMP"
+}
+
+# setup of a budget file: skipped with the reason setup_file found (no accounting), the
+# cluster's environment, in BUD_TMP.
+budget_setup() {
+  [ -z "$BUD_SKIP" ] || skip "$BUD_SKIP"
+  cluster_env
+  cd "$BUD_TMP" || return 1
+}

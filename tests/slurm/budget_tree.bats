@@ -42,17 +42,11 @@ EOT
 }
 
 teardown_file() {
-  [ -n "${BUD_TMP:-}" ] || return 0
-  scancel --quiet --name=sg-tree 2>/dev/null || true
-  wait_no_running_jobs   # the next file (cluster.bats) expects idle nodes
-  restore_settings
-  rm -rf "$BUD_TMP"
+  budget_teardown sg-tree
 }
 
 setup() {
-  [ -z "$BUD_SKIP" ] || skip "$BUD_SKIP"
-  cluster_env
-  cd "$BUD_TMP"
+  budget_setup
 }
 
 @test "a parent account's budget refuses a child account's job; the sync counts the child's jobs in the parent's budget" {

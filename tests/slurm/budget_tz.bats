@@ -93,11 +93,7 @@ setup_file() {
 }
 
 teardown_file() {
-  [ -n "${BUD_TMP:-}" ] || return 0
-  scancel --quiet --name=sg-tz 2>/dev/null || true
-  wait_no_running_jobs   # the next file (cluster.bats) expects idle nodes
-  restore_settings
-  rm -rf "$BUD_TMP"
+  budget_teardown sg-tz
 }
 
 setup() {
